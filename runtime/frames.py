@@ -1,0 +1,61 @@
+"""Frames: one active skill each, on an explicit LIFO stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackroute.runtime.messages import Message
+
+
+@dataclass
+class Frame:
+    """One active router node on the stack.
+
+    `turns` is this frame's block of the prompt (its menu, the answers given here and the
+    results handed back), so the prompt of any call is the header plus the turns of the
+    frames on the stack: popping a frame returns to the parent's exact prefix.
+    `accumulator` holds the outputs of this frame's children; it is the frame's output when
+    the frame finishes with DONE.
+    """
+
+    frame_id: int
+    node_path: str
+    parent_id: int | None
+    turns: list[Message] = field(default_factory=list)
+    accumulator: list[dict[str, Any]] = field(default_factory=list)
+    num_iterations: int = 0
+    history: list[str] = field(default_factory=list)  # every choice made in this frame
+    tried: list[str] = field(default_factory=list)  # branches abandoned with BACK
+    is_alerted: bool = False  # a branch-switch alert was raised here already
+
+    @property
+    def output(self) -> list[dict[str, Any]]:
+        return self.accumulator
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "frame_id": self.frame_id,
+            "node_path": self.node_path,
+            "parent_id": self.parent_id,
+            "turns": [m.to_dict() for m in self.turns],
+            "accumulator": self.accumulator,
+            "num_iterations": self.num_iterations,
+            "history": self.history,
+            "tried": self.tried,
+            "is_alerted": self.is_alerted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Frame:
+        return cls(
+            frame_id=int(data["frame_id"]),
+            node_path=str(data["node_path"]),
+            parent_id=None if data["parent_id"] is None else int(data["parent_id"]),
+            turns=[Message.from_dict(m) for m in data["turns"]],
+            accumulator=list(data["accumulator"]),
+            num_iterations=int(data["num_iterations"]),
+            history=list(data["history"]),
+            tried=list(data["tried"]),
+            is_alerted=bool(data["is_alerted"]),
+        )

@@ -1,0 +1,111 @@
+"""Leaf handlers: bound by the decorator or by import path, never by evaluating strings."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from stackroute.runtime.errors import HandlerError, Problem
+from stackroute.runtime.tree import CapabilityTree, Node
+
+log = logging.getLogger(__name__)
+Handler = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class LeafOutcome:
+    result: Any = None
+    error: str | None = None
+    is_replayed: bool = False  # the executor had already run this call id
+
+
+class Executor(Protocol):
+    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        ...
+
+
+class HandlerTable:
+    """Handlers by leaf path, plus import paths from catalogs restricted to an allowlist.
+
+    `allowed_modules` holds module names or package prefixes ("acme.tools" allows
+    "acme.tools.billing"); a catalog naming any other module is refused.
+    """
+
+    def __init__(self, bindings: Mapping[str, Handler] | None = None, *,
+                 allowed_modules: Iterable[str] = ()) -> None:
+        self._bindings = dict(bindings or {})
+        self.allowed_modules = tuple(allowed_modules)
+        self._imported: dict[str, Handler] = {}
+
+    def bind(self, path: str, handler: Handler) -> None:
+        self._bindings[path] = handler
+
+    def is_allowed(self, module: str) -> bool:
+        return any(module == m or module.startswith(m + ".") for m in self.allowed_modules)
+
+    def resolve(self, leaf: Node) -> Handler | None:
+        bound = self._bindings.get(leaf.path_str)
+        if bound is not None or leaf.handler is None:
+            return bound
+        return self._import(leaf.handler, leaf.path_str)
+
+    def problems(self, tree: CapabilityTree) -> list[Problem]:
+        """Every leaf whose handler cannot be resolved (unknown, not allowed, not callable)."""
+        out = []
+        for leaf in tree.leaves():
+            try:
+                self.resolve(leaf)
+            except HandlerError as e:
+                out.append(Problem(leaf.path_str, str(e)))
+        return out
+
+    def _import(self, ref: str, path: str) -> Handler:
+        if ref in self._imported:
+            return self._imported[ref]
+        module_name, _, attr = ref.partition(":")
+        if not self.is_allowed(module_name):
+            allowed = ", ".join(self.allowed_modules) or "none configured"
+            raise HandlerError(f"handler {ref!r} of {path} is outside the allowed modules "
+                               f"({allowed})")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise HandlerError(f"unknown handler {ref!r} of {path}: cannot import "
+                               f"{module_name!r} ({e})") from e
+        fn: Handler | None = getattr(module, attr, None)
+        if fn is None or not callable(fn):
+            raise HandlerError(f"unknown handler {ref!r} of {path}: {module_name} has no "
+                               f"callable {attr!r}")
+        self._imported[ref] = fn
+        return fn
+
+
+class LocalExecutor:
+    """Runs handlers in this process, each under a timeout; a leaf with no handler returns its
+    validated arguments (routing-only catalogs)."""
+
+    def __init__(self, handlers: HandlerTable | None = None, *, timeout_s: float = 30.0) -> None:
+        self.handlers = handlers or HandlerTable()
+        self.timeout_s = timeout_s
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4,
+                                                           thread_name_prefix="leaf")
+
+    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        try:
+            handler = self.handlers.resolve(leaf)
+        except HandlerError as e:
+            return LeafOutcome(error=str(e))
+        if handler is None:
+            return LeafOutcome(result=dict(arguments))
+        future = self._pool.submit(handler, **arguments)
+        try:
+            return LeafOutcome(result=future.result(timeout=self.timeout_s))
+        except concurrent.futures.TimeoutError:
+            return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s")
+        except Exception as e:  # a failing tool is the tool's misstep, recorded on the frame
+            log.info("leaf %s (%s) raised %r", leaf.path_str, call_id, e)
+            return LeafOutcome(error=f"{type(e).__name__}: {e}")

@@ -1,0 +1,301 @@
+"""The stack machine: frame = stack.top() → decision = router.route(…) → state.apply(decision).
+
+Each `step` performs exactly one transition and records it in the trace, so a caller (the
+service) can persist the state after every step and resume from any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from stackroute.runtime.decision import Decision
+from stackroute.runtime.errors import StateError
+from stackroute.runtime.frames import Frame
+from stackroute.runtime.governance import LimitKind, Limits, RunStatus, count_branch_switches
+from stackroute.runtime.handlers import Executor, LocalExecutor
+from stackroute.runtime.menu import CompletionState, Menu
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import PromptLayout, answer
+from stackroute.runtime.router import Router, RoutingRequest
+from stackroute.runtime.schemas import argument_errors
+from stackroute.runtime.state import PendingCall, PendingKind, RunState
+from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.runtime.tree import CapabilityTree, Node
+
+
+class StackMachine:
+    def __init__(
+        self,
+        tree: CapabilityTree,
+        router: Router,
+        *,
+        executor: Executor | None = None,
+        layout: PromptLayout | None = None,
+        limits: Limits | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.tree = tree
+        self.router = router
+        self.executor = executor or LocalExecutor()
+        self.layout = layout or PromptLayout(tree)
+        self.limits = limits or Limits()
+        self.clock = clock
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, task: str, *, run_id: str | None = None, is_flat: bool = False) -> RunState:
+        state = RunState(
+            run_id=run_id or uuid.uuid4().hex, catalog=self.tree.name,
+            conversation=[Message("user", task)], limits=self.limits, is_flat=is_flat,
+        )
+        self._push(state, self.tree.root)
+        return state
+
+    def run(self, state: RunState) -> RunState:
+        """Step until the run finishes or pauses at a confirmation gate."""
+        while state.status is RunStatus.RUNNING:
+            self.step(state)
+        return state
+
+    def step(self, state: RunState) -> None:
+        if state.status is not RunStatus.RUNNING:
+            raise StateError(f"run {state.run_id} is {state.status.value}, not running")
+        if state.pending is not None:
+            self._execute_pending(state)
+            return
+        limits = state.limits
+        frame = state.top()
+        if state.num_steps >= limits.max_steps:
+            self._record(state, EventKind.LIMIT, frame, detail={"limit": LimitKind.MAX_STEPS,
+                                                                 "value": limits.max_steps})
+            self._finish(state, RunStatus.LIMIT)
+            return
+        if frame.num_iterations >= limits.max_iterations:
+            self._record(state, EventKind.LIMIT, frame, detail={
+                "limit": LimitKind.MAX_ITERATIONS, "value": limits.max_iterations})
+            self._pop_done(state, frame, status=RunStatus.LIMIT)
+            return
+        node = self.tree.node(frame.node_path)
+        menu = self.menu_for(state, frame)
+        request = RoutingRequest(
+            run_id=state.run_id, step=state.num_steps, depth=len(state.stack) - 1,
+            task=state.task, node=node, menu=menu, prompt=self.layout.routing_prompt(state),
+            layout=self.layout,
+        )
+        decision = self.router.route(request)
+        state.num_steps += 1
+        frame.num_iterations += 1
+        state.usage = state.usage + decision.usage
+        self._record(state, EventKind.ROUTE, frame, menu=menu.options, decision=decision.choice,
+                     arguments=decision.arguments, probabilities=decision.probabilities,
+                     usage=decision.usage.to_dict(), detail=dict(decision.detail))
+        self._apply(state, frame, node, menu, decision)
+
+    def approve(self, state: RunState, digest: str) -> None:
+        """Let the gated call run; `digest` must name the exact call shown to the approver."""
+        pending = self._gated(state, digest)
+        pending.is_gated = False
+        state.status = RunStatus.RUNNING
+        self._record(state, EventKind.GATE_APPROVE, state.frame(pending.frame_id),
+                     arguments=pending.arguments, detail={"call_id": pending.call_id})
+
+    def reject(self, state: RunState, digest: str) -> None:
+        pending = self._gated(state, digest)
+        frame = state.frame(pending.frame_id)
+        leaf = self.tree.node(pending.path)
+        state.pending = None
+        state.status = RunStatus.RUNNING
+        frame.accumulator.append({"path": self._report_path(leaf), "arguments": pending.arguments,
+                                  "rejected": True})
+        frame.turns.append(self.layout.rejected_turn(leaf))
+        self._record(state, EventKind.GATE_REJECT, frame, arguments=pending.arguments,
+                     detail={"call_id": pending.call_id})
+
+    def cancel(self, state: RunState, reason: str = "cancelled by the user") -> None:
+        if state.status.is_final:
+            raise StateError(f"run {state.run_id} is already {state.status.value}")
+        state.pending = None
+        self._record(state, EventKind.CANCEL, state.top(), detail={"reason": reason})
+        state.status = RunStatus.CANCELLED
+
+    # -- menus -----------------------------------------------------------------------------
+    def menu_for(self, state: RunState, frame: Frame) -> Menu:
+        """Children not yet abandoned here, then the completion states that mean something.
+
+        The root has no parent to go BACK to; its DONE means "all done" or "nothing applies".
+        Elsewhere BACK is offered until the frame has produced something, DONE once it has
+        (small models over-pick completion states, so never offer a meaningless one).
+        """
+        node = self.tree.node(frame.node_path)
+        tried = set(frame.tried) if state.limits.exclude_tried else set()
+        children = tuple(n for n in node.child_names if n not in tried)
+        if node.depth == 0:
+            states: tuple[CompletionState, ...] = (CompletionState.DONE,)
+        elif frame.accumulator:
+            states = (CompletionState.DONE,)
+        else:
+            states = (CompletionState.BACK,)
+        return Menu(node_path=node.path_str, children=children, states=states)
+
+    # -- transitions -----------------------------------------------------------------------
+    def _apply(self, state: RunState, frame: Frame, node: Node, menu: Menu,
+               decision: Decision) -> None:
+        choice = decision.choice
+        if choice not in menu:
+            self._misstep(state, frame, answer_text=decision.raw_text or choice,
+                          problem=f"{choice!r} is not one of {list(menu.options)}", kind="menu")
+            return
+        frame.history.append(choice)
+        if choice == CompletionState.DONE:
+            self._pop_done(state, frame, status=RunStatus.DONE)
+        elif choice == CompletionState.BACK:
+            self._pop_back(state, frame)
+        else:
+            child = node.child(choice)
+            if child is None:  # the menu only holds children; anything else is our bug
+                raise RuntimeError(f"menu option {choice!r} is not a child of {node.path_str}")
+            if child.is_leaf:
+                self._leaf_decided(state, frame, child, decision)
+            else:
+                self._delegate(state, frame, child)
+
+    def _delegate(self, state: RunState, frame: Frame, child: Node) -> None:
+        frame.turns.append(answer(child.name))
+        if len(state.stack) >= state.limits.max_depth:
+            frame.tried.append(child.name)
+            frame.turns.append(self.layout.child_back_turn(child, "too deep to enter"))
+            self._record(state, EventKind.LIMIT, frame, detail={
+                "limit": LimitKind.MAX_DEPTH, "value": state.limits.max_depth,
+                "child": child.name})
+            return
+        self._push(state, child, parent=frame)
+        node = self.tree.node(frame.node_path)
+        routers = {c.name for c in node.children if not c.is_leaf}
+        switches = count_branch_switches(frame.history, routers)
+        if switches >= state.limits.max_branch_switches and not frame.is_alerted:
+            frame.is_alerted = True
+            self._record(state, EventKind.ALERT, frame, detail={
+                "alert": "branch_switching", "switches": switches,
+                "history": list(frame.history)})
+
+    def _push(self, state: RunState, node: Node, parent: Frame | None = None) -> None:
+        frame = Frame(frame_id=state.next_frame_id, node_path=node.path_str,
+                      parent_id=None if parent is None else parent.frame_id,
+                      turns=[self.layout.menu_turn(node)])
+        state.next_frame_id += 1
+        state.stack.append(frame)
+        self._record(state, EventKind.START if parent is None else EventKind.PUSH, frame,
+                     detail={"task": state.task} if parent is None else {})
+
+    def _leaf_decided(self, state: RunState, frame: Frame, leaf: Node,
+                      decision: Decision) -> None:
+        arguments = dict(decision.arguments or {})
+        arguments_text = decision.detail.get("arguments_text")
+        if not isinstance(arguments_text, str):
+            arguments_text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        errors = argument_errors(leaf.parameters, arguments)
+        turns = [answer(leaf.name), self.layout.arguments_request(leaf),
+                 Message("assistant", arguments_text)]
+        if errors:
+            frame.turns.extend(turns[:2])
+            self._misstep(state, frame, answer_text=arguments_text,
+                          problem=f"arguments of {leaf.name} do not match its schema: "
+                                  + "; ".join(errors), kind="arguments")
+            return
+        frame.turns.extend(turns)
+        call_id = f"{state.run_id}:{state.num_calls}"
+        state.pending = PendingCall(kind=PendingKind.LEAF, path=leaf.path_str,
+                                    arguments=arguments, call_id=call_id,
+                                    frame_id=frame.frame_id, is_gated=leaf.sensitive)
+        state.num_calls += 1
+        self._record(state, EventKind.LEAF_PENDING, frame, arguments=arguments, detail={
+            "leaf": leaf.path_str, "call_id": state.pending.call_id,
+            "digest": state.pending.digest})
+        if leaf.sensitive:
+            state.status = RunStatus.PAUSED
+            self._record(state, EventKind.GATE_PAUSE, frame, arguments=arguments, detail={
+                "leaf": leaf.path_str, "call_id": state.pending.call_id,
+                "digest": state.pending.digest})
+
+    def _execute_pending(self, state: RunState) -> None:
+        pending = state.pending
+        assert pending is not None
+        if pending.is_gated:
+            raise StateError(f"call {pending.call_id} waits for approval")
+        frame = state.frame(pending.frame_id)
+        leaf = self.tree.node(pending.path)
+        outcome = self.executor.execute(leaf, pending.arguments, pending.call_id)
+        entry: dict[str, Any] = {"path": self._report_path(leaf), "arguments": pending.arguments}
+        if outcome.error is None:
+            entry["result"] = outcome.result
+        else:
+            entry["error"] = outcome.error
+        frame.accumulator.append(entry)
+        frame.turns.append(self.layout.result_turn(leaf, result=outcome.result, error=outcome.error,
+                                                   max_chars=state.limits.max_result_chars))
+        state.calls.append({**entry, "call_id": pending.call_id})
+        state.pending = None
+        self._record(state, EventKind.LEAF_RESULT, frame, arguments=pending.arguments,
+                     error=outcome.error, detail={"leaf": leaf.path_str,
+                                                  "call_id": pending.call_id,
+                                                  "result": outcome.result,
+                                                  "is_replayed": outcome.is_replayed})
+
+    def _pop_done(self, state: RunState, frame: Frame, *, status: RunStatus) -> None:
+        if len(state.stack) == 1:
+            state.result = frame.accumulator
+            self._finish(state, status)
+            return
+        state.stack.pop()
+        parent = state.top()
+        child = self.tree.node(frame.node_path)
+        parent.accumulator.append({"path": frame.node_path, "output": frame.accumulator})
+        parent.turns.append(self.layout.child_done_turn(child, frame.accumulator,
+                                                        state.limits.max_result_chars))
+        self._record(state, EventKind.POP_DONE, frame, detail={"output": frame.accumulator})
+
+    def _pop_back(self, state: RunState, frame: Frame) -> None:
+        state.stack.pop()
+        parent = state.top()
+        child = self.tree.node(frame.node_path)
+        parent.tried.append(child.name)
+        parent.turns.append(self.layout.child_back_turn(child))
+        self._record(state, EventKind.POP_BACK, frame)
+
+    def _misstep(self, state: RunState, frame: Frame, *, answer_text: str, problem: str,
+                 kind: str) -> None:
+        state.num_format_failures += 1
+        frame.turns.extend([Message("assistant", answer_text),
+                            self.layout.invalid_answer_turn(problem)])
+        self._record(state, EventKind.MISSTEP, frame, error=problem, detail={"kind": kind})
+
+    def _finish(self, state: RunState, status: RunStatus) -> None:
+        state.status = status
+        self._record(state, EventKind.FINISH, state.top(), detail={
+            "status": status.value, "num_calls": len(state.calls)})
+
+    def _gated(self, state: RunState, digest: str) -> PendingCall:
+        pending = state.pending
+        if state.status is not RunStatus.PAUSED or pending is None or not pending.is_gated:
+            raise StateError(f"run {state.run_id} is {state.status.value}, not waiting at a "
+                             "confirmation gate")
+        if digest != pending.digest:
+            raise StateError(f"confirmation is for another call: expected digest "
+                             f"{pending.digest} for {pending.path} with {pending.arguments}, "
+                             f"got {digest}")
+        return pending
+
+    def _report_path(self, leaf: Node) -> str:
+        tree_path = leaf.metadata.get("tree_path")
+        return tree_path if isinstance(tree_path, str) else leaf.path_str
+
+    def _record(self, state: RunState, kind: EventKind, frame: Frame, **fields: Any) -> None:
+        depth = next((i for i, f in enumerate(state.stack) if f.frame_id == frame.frame_id),
+                     len(state.stack))
+        state.trace.append(TraceEvent(
+            seq=len(state.trace), kind=kind, frame_id=frame.frame_id,
+            parent_id=frame.parent_id, path=frame.node_path, depth=depth,
+            time_unix=self.clock(), **fields))

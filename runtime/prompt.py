@@ -1,0 +1,146 @@
+"""The prompt layout: append-only, so consecutive routing calls share the longest prefix.
+
+A routing call's prompt is the header (system text, then the request) followed by the turns
+of every frame on the stack, in stack order. Each transition only appends to the top frame's
+turns or pushes a new frame, so call N+1's prompt extends call N's; popping a frame drops its
+turns and appends the result to the parent, so the prompt returns to the parent's exact
+prefix. Nothing volatile (ids, times, counters) is ever written into a prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.messages import Message
+from stackroute.runtime.state import RunState
+from stackroute.runtime.tree import CapabilityTree, Node
+
+SYSTEM_TEXT = (
+    "You route a user's request through a tree of capabilities. At each step you see the "
+    "options of one level. Answer with exactly one option name and nothing else. Choose a "
+    "branch to open it, a tool to call it, DONE when the request is handled at this level "
+    "(or nothing here applies at the top level), BACK when nothing at this level fits."
+)
+STATE_HELP = {
+    CompletionState.DONE: "the request is handled at this level; return",
+    CompletionState.BACK: "nothing here fits the request; go back up",
+}
+ROOT_DONE_HELP = "the request is fully handled, or nothing here applies"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptStyle:
+    show_schemas: bool = False  # list each leaf's full JSON schema in the menu (flat baseline)
+    max_description_chars: int = 300
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Messages ending with a user turn; the engine opens the assistant turn after them."""
+
+    messages: tuple[Message, ...]
+
+    def extend(self, *messages: Message) -> Prompt:
+        return Prompt(self.messages + messages)
+
+    def is_prefix_of(self, other: Prompt) -> bool:
+        return other.messages[: len(self.messages)] == self.messages
+
+    @property
+    def num_chars(self) -> int:
+        return sum(len(m.content) for m in self.messages)
+
+
+class PromptLayout:
+    def __init__(self, tree: CapabilityTree, style: PromptStyle | None = None) -> None:
+        self.tree = tree
+        self.style = style or PromptStyle()
+
+    def header(self, state: RunState) -> tuple[Message, ...]:
+        return (Message("system", SYSTEM_TEXT), Message("user", f"Request: {state.task}"))
+
+    def routing_prompt(self, state: RunState) -> Prompt:
+        turns = [m for frame in state.stack for m in frame.turns]
+        return Prompt(self.header(state) + tuple(turns))
+
+    def arguments_prompt(self, state: RunState, leaf: Node) -> Prompt:
+        return self.routing_prompt(state).extend(answer(leaf.name), self.arguments_request(leaf))
+
+    def menu_turn(self, node: Node) -> Message:
+        """The opening turn of a frame: where it is and every option, once per frame."""
+        is_root = node.depth == 0
+        where = "the top level" if is_root else node.path_str
+        lines = [f"You are at {where}." + (f" {self._clip(node.description)}"
+                                           if node.description and not is_root else "")]
+        lines.append("Options:")
+        for child in node.children:
+            lines.append(self._option_line(child))
+        lines.append(f"- DONE: {ROOT_DONE_HELP if is_root else STATE_HELP[CompletionState.DONE]}")
+        if not is_root:
+            lines.append(f"- BACK: {STATE_HELP[CompletionState.BACK]}")
+        lines.append("Answer with one option name.")
+        return Message("user", "\n".join(lines))
+
+    def arguments_request(self, leaf: Node) -> Message:
+        schema = json.dumps(leaf.parameters or {"type": "object", "properties": {}},
+                            ensure_ascii=False, separators=(",", ":"))
+        return Message(
+            "user",
+            f"Arguments for {leaf.name}, as one JSON object matching this schema, with values "
+            f"taken from the request: {schema}",
+        )
+
+    def result_turn(self, leaf: Node, *, result: Any = None, error: str | None = None,
+                    max_chars: int) -> Message:
+        if error is not None:
+            body = f"{leaf.name} failed: {error}"
+        else:
+            body = f"{leaf.name} returned: {_clip_json(result, max_chars)}"
+        return Message("user", f"{body}\nAnswer with the next option, or DONE.")
+
+    def rejected_turn(self, leaf: Node) -> Message:
+        return Message("user", f"The user rejected {leaf.name}; it was not run.\n"
+                               "Answer with the next option, or DONE.")
+
+    def child_done_turn(self, child: Node, output: list[dict[str, Any]], max_chars: int) -> Message:
+        summary = [{"call": o.get("path"), "result": o.get("result", o.get("output"))}
+                   for o in output]
+        return Message("user", f"{child.name} finished: {_clip_json(summary, max_chars)}\n"
+                               "Answer with the next option, or DONE.")
+
+    def child_back_turn(self, child: Node, reason: str = "nothing there fits") -> Message:
+        return Message("user", f"{child.name}: {reason}.\nAnswer with another option, or DONE.")
+
+    def invalid_answer_turn(self, problem: str) -> Message:
+        return Message("user", f"That answer was not valid: {problem}\nAnswer with one option "
+                               "name from the list.")
+
+    def _option_line(self, child: Node) -> str:
+        text = f"- {child.name}: {self._clip(child.description)}"
+        if child.is_leaf and self.style.show_schemas:
+            schema = json.dumps(child.parameters or {}, ensure_ascii=False,
+                                separators=(",", ":"))
+            text += f" Parameters: {schema}"
+        elif child.is_leaf and child.parameters:
+            props: Mapping[str, Any] = child.parameters.get("properties", {})
+            if props:
+                text += f" (arguments: {', '.join(props)})"
+        return text
+
+    def _clip(self, text: str) -> str:
+        limit = self.style.max_description_chars
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def answer(choice: str) -> Message:
+    return Message("assistant", choice)
+
+
+def _clip_json(value: Any, max_chars: int) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"

@@ -1,0 +1,102 @@
+"""JSON Schema checks for leaf parameters: is a schema valid, do arguments validate.
+
+Validating a schema against the 2020-12 metaschema costs about 1 ms in `jsonschema` (it walks
+`$dynamicRef`s and vocabularies), which made the 4,076 seal-tools schemas take 5 s. Most real
+schemas use a small vocabulary, so a strict structural check accepts those in microseconds;
+anything it does not fully understand goes to the metaschema. The fast path only ever says
+"valid" for schemas the metaschema also accepts (it checks a subset of keywords, each at least
+as strictly); `tests/runtime/test_schemas.py` compares the two on a table and on random schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+_META_VALIDATOR = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_ANY_VALUE_KEYS = frozenset({"default", "examples", "const", "$comment"})
+_STRING_KEYS = frozenset({"description", "title", "format", "pattern"})
+_COUNT_KEYS = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+)
+_NUMBER_KEYS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+)
+_MAX_FAST_DEPTH = 32
+
+
+def schema_error(schema: Mapping[str, Any]) -> str | None:
+    """Return why `schema` is not a valid 2020-12 JSON Schema, or None if it is."""
+    if _is_simple_valid(schema, 0):
+        return None
+    try:
+        error = jsonschema.exceptions.best_match(_META_VALIDATOR.iter_errors(schema))
+    except RecursionError:
+        return "nested too deeply"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.path) or "(top)"
+    return f"at {where}: {error.message}"
+
+
+def _is_simple_valid(schema: Any, depth: int) -> bool:
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or depth > _MAX_FAST_DEPTH:
+        return False
+    for key, value in schema.items():
+        if key in _ANY_VALUE_KEYS or key.startswith("x-"):
+            continue
+        if key in _STRING_KEYS:
+            if not isinstance(value, str):
+                return False
+        elif key in _COUNT_KEYS:
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                return False
+        elif key in _NUMBER_KEYS:
+            if not (isinstance(value, int | float) and not isinstance(value, bool)):
+                return False
+            if key == "multipleOf" and value <= 0:
+                return False
+        elif key == "type":
+            if isinstance(value, str):
+                if value not in _TYPES:
+                    return False
+            elif not (isinstance(value, list) and value and len(set(map(str, value))) == len(value)
+                      and all(isinstance(t, str) and t in _TYPES for t in value)):
+                return False
+        elif key == "enum":
+            if not isinstance(value, list):
+                return False
+        elif key == "required":
+            if not (isinstance(value, list) and all(isinstance(r, str) for r in value)
+                    and len(set(value)) == len(value)):
+                return False
+        elif key == "properties":
+            if not isinstance(value, dict) or not all(
+                _is_simple_valid(v, depth + 1) for v in value.values()
+            ):
+                return False
+        elif key in ("items", "additionalProperties"):
+            if not _is_simple_valid(value, depth + 1):
+                return False
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                return False
+        else:
+            return False  # a keyword the fast path does not know: let the metaschema decide
+    return True
+
+
+def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> list[str]:
+    """Every reason `arguments` fail `schema` (empty when they validate)."""
+    if schema is None:
+        return [] if not arguments else [f"takes no arguments, got {sorted(arguments)}"]
+    validator = jsonschema.Draft202012Validator(schema)
+    return [
+        f"{'/'.join(str(p) for p in e.path) or '(top)'}: {e.message}"
+        for e in validator.iter_errors(dict(arguments))
+    ]

@@ -1,0 +1,1 @@
+"""stackroute: server/engines."""
