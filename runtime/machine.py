@@ -46,12 +46,23 @@ class StackMachine:
         self.clock = clock
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, task: str, *, run_id: str | None = None, is_flat: bool = False) -> RunState:
+    def start(self, task: str, *, run_id: str | None = None, is_flat: bool = False,
+              at: str = "") -> RunState:
+        """A new run at the root, or at router `at` as if the model had chosen each router on
+        the way there (for a single routing decision at an inner node)."""
         state = RunState(
             run_id=run_id or uuid.uuid4().hex, catalog=self.tree.name,
             conversation=[Message("user", task)], limits=self.limits, is_flat=is_flat,
         )
         self._push(state, self.tree.root)
+        target = self.tree.node(at)
+        if target.is_leaf:
+            raise StateError(f"{at!r} is a leaf; a run can start only at a router")
+        for depth in range(1, target.depth + 1):
+            frame = state.top()
+            frame.turns.append(answer(target.path[depth - 1]))
+            frame.history.append(target.path[depth - 1])
+            self._push(state, self.tree.node(target.path[:depth]), parent=frame)
         return state
 
     def run(self, state: RunState) -> RunState:
@@ -228,21 +239,24 @@ class StackMachine:
         frame = state.frame(pending.frame_id)
         leaf = self.tree.node(pending.path)
         outcome = self.executor.execute(leaf, pending.arguments, pending.call_id)
+        result, error = outcome.result, outcome.error
+        try:  # keep what a resumed run reads back: tuples become lists, sets and objects str
+            result = json.loads(json.dumps(result, ensure_ascii=False, default=str))
+        except (ValueError, RecursionError) as e:
+            result, error = None, error or f"result is not JSON-serialisable: {e}"
         entry: dict[str, Any] = {"path": self._report_path(leaf), "arguments": pending.arguments}
-        if outcome.error is None:
-            entry["result"] = outcome.result
+        if error is None:
+            entry["result"] = result
         else:
-            entry["error"] = outcome.error
+            entry["error"] = error
         frame.accumulator.append(entry)
-        frame.turns.append(self.layout.result_turn(leaf, result=outcome.result, error=outcome.error,
+        frame.turns.append(self.layout.result_turn(leaf, result=result, error=error,
                                                    max_chars=state.limits.max_result_chars))
         state.calls.append({**entry, "call_id": pending.call_id})
         state.pending = None
         self._record(state, EventKind.LEAF_RESULT, frame, arguments=pending.arguments,
-                     error=outcome.error, detail={"leaf": leaf.path_str,
-                                                  "call_id": pending.call_id,
-                                                  "result": outcome.result,
-                                                  "is_replayed": outcome.is_replayed})
+                     error=error, detail={"leaf": leaf.path_str, "call_id": pending.call_id,
+                                          "result": result, "is_replayed": outcome.is_replayed})
 
     def _pop_done(self, state: RunState, frame: Frame, *, status: RunStatus) -> None:
         if len(state.stack) == 1:

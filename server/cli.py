@@ -84,6 +84,147 @@ def trace(file: Path) -> None:
         console.print(line, markup=False, highlight=False)
 
 
+NoSpecOpt = Annotated[bool, typer.Option(
+    "--no-speculation", help="route step by step (the only mode until speculative routing "
+    "lands; accepted so scripts need not change)")]
+
+
+def _engine(engine: str, model: str | None, base_url: str | None) -> Any:
+    from stackroute.server.engines.base import ENGINES
+
+    options: dict[str, Any] = {"model": model}
+    if base_url is not None:
+        options["base_url"] = base_url
+    return ENGINES.create(engine, **options)
+
+
+def _load_tree(catalog: Path) -> Any:
+    from stackroute.runtime.catalog import load_catalog
+
+    return load_catalog(catalog)
+
+
+def _fail(e: Exception) -> typer.Exit:
+    err_console.print(f"[red]error[/red] {e}", markup=True, highlight=False)
+    return typer.Exit(2)
+
+
+@app.command()
+def route(
+    catalog: Path, query: str,
+    node: Annotated[str, typer.Option("--node", help="router path to decide at")] = "",
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+) -> None:
+    """One routing decision at a node (the root by default)."""
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.routing import build_machine
+
+    try:
+        tree = _load_tree(catalog)
+        machine = build_machine(tree, _engine(engine, model, base_url))
+        state = machine.start(query, at=node)
+        machine.step(state)
+    except StackrouteError as e:
+        raise _fail(e) from e
+    event = next(e for e in reversed(state.trace) if e.kind.value == "route")
+    out = {"decision": event.decision, "node": node, "arguments": event.arguments,
+           "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {})}
+    if as_json:
+        _print_json(out)
+        return
+    console.print(f"[bold]{node or '<root>'}[/bold] -> [green]{out['decision']}[/green]")
+    if out["arguments"] is not None:
+        console.print(f"arguments: {json.dumps(out['arguments'], ensure_ascii=False)}")
+    ranked = sorted(out["probabilities"].items(), key=lambda kv: -kv[1])[:8]
+    for option, p in ranked:
+        console.print(f"  {p:6.3f}  {option}", markup=False)
+    console.print(f"usage: {out['usage']}", markup=False)
+
+
+@app.command()
+def run(
+    catalog: Path, query: str,
+    flat: Annotated[bool, typer.Option("--flat", help="the flat baseline: every leaf in one "
+                                                      "menu")] = False,
+    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="approve every "
+                                               "confirmation gate")] = False,
+    trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
+                                                    "(JSONL) here")] = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+) -> None:
+    """Run a whole task through the stack machine."""
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.runtime.governance import RunStatus
+    from stackroute.runtime.trace import format_tree, write_jsonl
+    from stackroute.server.routing import build_machine
+
+    try:
+        tree = _load_tree(catalog)
+        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat)
+        state = machine.start(query, is_flat=flat)
+        machine.run(state)
+        while state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
+            machine.approve(state, state.pending.digest)
+            machine.run(state)
+    except StackrouteError as e:
+        raise _fail(e) from e
+    if trace_file is not None:
+        with open(trace_file, "w", encoding="utf-8") as f:
+            write_jsonl(state.trace, f)
+    outcome = {"done": "done", "paused": "paused", "limit": "limit"}.get(state.status.value,
+                                                                         "error")
+    out = {"outcome": outcome,
+           "calls": [{"path": c["path"], "arguments": c["arguments"]} for c in state.calls],
+           "usage": state.usage.to_dict(), "format_failures": state.num_format_failures}
+    if state.status is RunStatus.PAUSED and state.pending is not None:
+        out["pending"] = state.pending.to_dict()
+    if as_json:
+        _print_json(out)
+        return
+    for line in format_tree(state.trace):
+        console.print(line, markup=False, highlight=False)
+    console.print(f"outcome: {outcome}; usage: {out['usage']}", markup=False)
+
+
+@app.command("eval")
+def eval_(
+    catalog: Path, queries: Path,
+    flat: Annotated[bool, typer.Option("--flat")] = False,
+    limit: Annotated[int | None, typer.Option("--limit")] = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+) -> None:
+    """Accuracy over a query file: success = the calls' paths equal the gold list."""
+    from rich.progress import Progress
+    from stackroute.bench.evaluate import EvalSummary, evaluate, read_queries
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.routing import build_machine
+
+    try:
+        tree = _load_tree(catalog)
+        items = read_queries(queries, limit=limit)
+        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat)
+    except StackrouteError as e:
+        raise _fail(e) from e
+    summary = EvalSummary()
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("eval", total=len(items))
+        for result in evaluate(machine, tree, items):
+            summary.results.append(result)
+            progress.advance(task)
+    out = summary.to_dict()
+    if as_json:
+        _print_json(out)
+        return
+    table = Table("metric", "value")
+    for k, v in out.items():
+        table.add_row(k, json.dumps(v) if isinstance(v, dict) else f"{v:.4g}"
+                      if isinstance(v, float) else str(v))
+    console.print(table)
+
+
 def main() -> None:
     app()
 

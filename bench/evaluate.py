@@ -1,0 +1,164 @@
+"""Accuracy over a query file (`stackroute eval`): routing success, argument success, tokens,
+calls and latency, per query and summarised."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.governance import RunStatus
+from stackroute.runtime.machine import StackMachine
+from stackroute.runtime.state import RunState
+from stackroute.runtime.tree import CapabilityTree
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    query: str
+    gold: tuple[str, ...]
+    args: tuple[Mapping[str, Any], ...] | None
+    tags: tuple[str, ...]
+
+
+def read_queries(path: str | Path, *, limit: int | None = None) -> list[Query]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                out.append(Query(id=str(d.get("id", n)), query=str(d["query"]),
+                                 gold=tuple(d.get("gold", [])),
+                                 args=tuple(d["args"]) if d.get("args") is not None else None,
+                                 tags=tuple(d.get("tags", []))))
+            except (ValueError, KeyError, TypeError) as e:
+                raise InputError(f"{path}:{n}: expected a query object with 'query' and "
+                                 f"'gold' (FORMAT.md), got {line[:80]!r}: {e}") from e
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+@dataclass
+class QueryResult:
+    id: str
+    tags: tuple[str, ...]
+    gold: tuple[str, ...]
+    called: tuple[str, ...]
+    is_success: bool
+    is_args_success: bool
+    outcome: str
+    usage: dict[str, Any]
+    format_failures: int
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "tags": list(self.tags), "gold": list(self.gold),
+                "called": list(self.called), "success": self.is_success,
+                "args_success": self.is_args_success, "outcome": self.outcome,
+                "usage": self.usage, "format_failures": self.format_failures,
+                "error": self.error}
+
+
+def run_query(machine: StackMachine, query: Query, *, auto_approve: bool = True) -> RunState:
+    state = machine.start(query.query, run_id=f"eval-{query.id}")
+    while True:
+        machine.run(state)
+        if state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
+            machine.approve(state, state.pending.digest)
+            continue
+        return state
+
+
+def score(tree: CapabilityTree, query: Query, state: RunState) -> QueryResult:
+    called = tuple(c["path"] for c in state.calls)
+    is_success = called == query.gold
+    is_args_success = is_success
+    if is_success and query.args is not None:
+        for call, gold_args in zip(state.calls, query.args, strict=False):
+            leaf = tree.get(call["path"])
+            schema = leaf.parameters if leaf is not None else None
+            if not arguments_equal(call["arguments"], gold_args, schema):
+                is_args_success = False
+    return QueryResult(id=query.id, tags=query.tags, gold=query.gold, called=called,
+                       is_success=is_success, is_args_success=is_args_success,
+                       outcome=state.status.value, usage=state.usage.to_dict(),
+                       format_failures=state.num_format_failures, error=state.error)
+
+
+def arguments_equal(predicted: Mapping[str, Any], gold: Mapping[str, Any],
+                    schema: Mapping[str, Any] | None) -> bool:
+    """Gold arguments equal the predicted ones after coercion to the schema's types (gold
+    data often writes numbers as strings, so compare leniently, as Seal-Tools' own
+    evaluator does: by string form after coercion)."""
+    props: Mapping[str, Any] = (schema or {}).get("properties", {})
+    if set(predicted) != set(gold):
+        return False
+    return all(_norm(predicted[k], props.get(k, {})) == _norm(gold[k], props.get(k, {}))
+               for k in gold)
+
+
+def _norm(value: Any, schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    try:
+        if kind == "integer" and not isinstance(value, bool):
+            value = int(float(value))
+        elif kind == "number" and not isinstance(value, bool):
+            value = float(value)
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, str):
+        return value.strip().lower()
+    return json.dumps(value, sort_keys=True).lower()
+
+
+@dataclass
+class EvalSummary:
+    num_queries: int = 0
+    results: list[QueryResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        rs = self.results
+        n = max(len(rs), 1)
+        by_tag: dict[str, list[bool]] = {}
+        for r in rs:
+            for t in r.tags:
+                by_tag.setdefault(t, []).append(r.is_success)
+        lat = sorted(r.usage.get("latency_ms", 0.0) for r in rs)
+        return {
+            "num_queries": len(rs),
+            "success": sum(r.is_success for r in rs) / n,
+            "args_success": sum(r.is_args_success for r in rs) / n,
+            "by_tag": {t: sum(v) / len(v) for t, v in sorted(by_tag.items())},
+            "prompt_tokens_mean": _mean(r.usage.get("prompt_tokens", 0) for r in rs),
+            "prefill_tokens_mean": _mean(r.usage.get("prefill_tokens", 0) for r in rs),
+            "cached_tokens_mean": _mean(r.usage.get("cached_tokens", 0) for r in rs),
+            "model_calls_mean": _mean(r.usage.get("model_calls", 0) for r in rs),
+            "latency_ms_p50": statistics.median(lat) if lat else 0.0,
+            "format_failures": sum(r.format_failures for r in rs),
+        }
+
+
+def _mean(values: Iterable[float]) -> float:
+    vs = list(values)
+    return sum(vs) / len(vs) if vs else 0.0
+
+
+def evaluate(machine: StackMachine, tree: CapabilityTree, queries: list[Query],
+             ) -> Iterator[QueryResult]:
+    """Run and score each query; a failing query is counted, never fatal."""
+    for q in queries:
+        try:
+            state = run_query(machine, q)
+            yield score(tree, q, state)
+        except InputError as e:
+            yield QueryResult(id=q.id, tags=q.tags, gold=q.gold, called=(), is_success=False,
+                              is_args_success=False, outcome="error", usage={},
+                              format_failures=0, error=str(e))

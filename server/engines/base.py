@@ -1,0 +1,157 @@
+"""The engine protocol every engine implements (transformers CPU, vLLM GPU, remote), and the
+registry that builds one by name. The runtime never sees an engine: `server/routing.py` adapts
+an engine to the runtime's `Router`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.tree import CapabilityTree
+from stackroute.runtime.usage import Usage
+
+
+class ContextOverflowError(InputError):
+    """The prompt does not fit the model's context window."""
+
+    code = "context_overflow"
+
+
+class UnknownEngineError(InputError):
+    code = "unknown_engine"
+
+
+class ConstraintKind(StrEnum):
+    CHOICE = "choice"
+    JSON = "json"
+    REGEX = "regex"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a completion must match: one of `choices`, a JSON `schema`, or a `pattern`."""
+
+    kind: ConstraintKind
+    choices: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    pattern: str | None = None
+
+    @classmethod
+    def choice(cls, options: Sequence[str]) -> Constraint:
+        return cls(ConstraintKind.CHOICE, choices=tuple(options))
+
+    @classmethod
+    def json(cls, schema: Mapping[str, Any]) -> Constraint:
+        return cls(ConstraintKind.JSON, schema=schema)
+
+    @classmethod
+    def regex(cls, pattern: str) -> Constraint:
+        return cls(ConstraintKind.REGEX, pattern=pattern)
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    engine: str
+    model: str
+    max_context_tokens: int
+    dtype: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MenuResult:
+    """A constrained choice: the option, every option's probability, and what it cost."""
+
+    choice: str
+    probabilities: dict[str, float]
+    margin: float  # log-prob gap at the closest branch point on the chosen path
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generation:
+    text: str
+    finish_reason: str  # "stop" | "length"
+    usage: Usage
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PrepareStats:
+    num_menus: int
+    num_schemas: int
+    compile_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingOptions:
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    top_logprobs: int | None = None  # None: no logprobs; 0: the chosen token's only
+    seed: int | None = None
+
+
+PromptInput = Prompt | str  # chat messages (rendered with the chat format) or raw text
+
+
+class Engine(Protocol):
+    info: EngineInfo
+
+    def count_tokens(self, prompt: PromptInput) -> int:
+        """Tokens the model would see for this prompt (with the chat format applied)."""
+        ...
+
+    def prepare(self, tree: CapabilityTree) -> PrepareStats:
+        """Compile every node's menu and every leaf's schema now, not on first request."""
+        ...
+
+    def choose(self, prompt: Prompt, options: Sequence[str], *,
+               option_bias: Mapping[str, float] | None = None) -> MenuResult:
+        """Pick one option under the menu constraint; greedy, with all option probabilities."""
+        ...
+
+    def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
+                 sampling: SamplingOptions | None = None) -> Generation:
+        """A completion, optionally constrained (choice, JSON schema, regex)."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Counters for /metrics: cache hits, prefilled vs cached tokens, compile time."""
+        ...
+
+
+@dataclass
+class EngineRegistry:
+    """Engine factories by name; unknown names are rejected with the known ones listed."""
+
+    factories: dict[str, Callable[..., Engine]] = field(default_factory=dict)
+
+    def register(self, name: str, factory: Callable[..., Engine]) -> None:
+        self.factories[name] = factory
+
+    def create(self, name: str, **options: Any) -> Engine:
+        factory = self.factories.get(name)
+        if factory is None:
+            raise UnknownEngineError(f"unknown engine {name!r}; known engines: "
+                                     f"{', '.join(sorted(self.factories))}")
+        return factory(**options)
+
+
+def _transformers(**options: Any) -> Engine:
+    from stackroute.server.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine(**options)
+
+
+ENGINES = EngineRegistry({"transformers": _transformers})
