@@ -102,10 +102,13 @@ class LocalExecutor:
         if handler is None:
             return LeafOutcome(result=dict(arguments))
         future = self._pool.submit(handler, **arguments)
-        try:
-            return LeafOutcome(result=future.result(timeout=self.timeout_s))
-        except concurrent.futures.TimeoutError:
+        # Wait, then read: a handler that itself raises TimeoutError is the handler's error, not
+        # ours (future.result(timeout=…) raises the same class for both).
+        done, _ = concurrent.futures.wait([future], timeout=self.timeout_s)
+        if not done:
             return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s")
+        try:
+            return LeafOutcome(result=future.result())
         except Exception as e:  # a failing tool is the tool's misstep, recorded on the frame
             log.info("leaf %s (%s) raised %r", leaf.path_str, call_id, e)
             return LeafOutcome(error=f"{type(e).__name__}: {e}")

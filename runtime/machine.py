@@ -55,7 +55,9 @@ class StackMachine:
             conversation=[Message("user", task)], limits=self.limits, is_flat=is_flat,
         )
         self._push(state, self.tree.root)
-        target = self.tree.node(at)
+        target = self.tree.get(at)
+        if target is None:  # the user's bad input (`route --node`), not a KeyError
+            raise StateError(f"no node at path {at!r} in catalog {self.tree.name!r}")
         if target.is_leaf:
             raise StateError(f"{at!r} is a leaf; a run can start only at a router")
         for depth in range(1, target.depth + 1):

@@ -97,14 +97,14 @@ def schema_from_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(name, Any)
-        schema, is_optional = _type_schema(annotation)
-        if param.default is not inspect.Parameter.empty:
-            is_optional = True
-            if isinstance(param.default, str | int | float | bool):
-                schema["default"] = param.default
-        properties[name] = schema
-        if not is_optional:
+        # Only a default makes an argument omittable: `x: str | None` with no default must still
+        # be passed, or the handler call fails with a TypeError.
+        schema, _ = _type_schema(annotation)
+        if param.default is inspect.Parameter.empty:
             required.append(name)
+        elif isinstance(param.default, str | int | float | bool):
+            schema["default"] = param.default
+        properties[name] = schema
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required

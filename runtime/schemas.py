@@ -10,15 +10,22 @@ as strictly); `tests/runtime/test_schemas.py` compares the two on a table and on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
+import referencing.exceptions
 
-_META_VALIDATOR = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+# The "regex" format is asserted: a `pattern` Python's `re` cannot compile would otherwise load
+# and then crash argument validation in the middle of a run.
+_META_VALIDATOR = jsonschema.Draft202012Validator(
+    jsonschema.Draft202012Validator.META_SCHEMA,
+    format_checker=jsonschema.FormatChecker(formats=["regex"]),
+)
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
-_ANY_VALUE_KEYS = frozenset({"default", "examples", "const", "$comment"})
-_STRING_KEYS = frozenset({"description", "title", "format", "pattern"})
+_ANY_VALUE_KEYS = frozenset({"default", "const"})
+_STRING_KEYS = frozenset({"description", "title", "format", "pattern", "$comment"})
 _COUNT_KEYS = frozenset(
     {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
 )
@@ -48,10 +55,17 @@ def _is_simple_valid(schema: Any, depth: int) -> bool:
     if not isinstance(schema, dict) or depth > _MAX_FAST_DEPTH:
         return False
     for key, value in schema.items():
+        if not isinstance(key, str):  # YAML allows non-string keys; let the metaschema decide
+            return False
         if key in _ANY_VALUE_KEYS or key.startswith("x-"):
             continue
         if key in _STRING_KEYS:
             if not isinstance(value, str):
+                return False
+            if key == "pattern" and not _is_regex(value):
+                return False
+        elif key == "examples":
+            if not isinstance(value, list):
                 return False
         elif key in _COUNT_KEYS:
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
@@ -91,12 +105,24 @@ def _is_simple_valid(schema: Any, depth: int) -> bool:
     return True
 
 
+def _is_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> list[str]:
     """Every reason `arguments` fail `schema` (empty when they validate)."""
     if schema is None:
         return [] if not arguments else [f"takes no arguments, got {sorted(arguments)}"]
     validator = jsonschema.Draft202012Validator(schema)
-    return [
-        f"{'/'.join(str(p) for p in e.path) or '(top)'}: {e.message}"
-        for e in validator.iter_errors(dict(arguments))
-    ]
+    try:
+        return [
+            f"{'/'.join(str(p) for p in e.path) or '(top)'}: {e.message}"
+            for e in validator.iter_errors(dict(arguments))
+        ]
+    except referencing.exceptions.Unresolvable as e:
+        # A `$ref` the metaschema accepts but nothing resolves: report it, don't crash the run.
+        return [f"the schema cannot be applied: unresolvable reference ({e})"]

@@ -93,7 +93,10 @@ def read_jsonl(path: str | Path) -> list[TraceEvent]:
             if not line.strip():
                 continue
             try:
-                events.append(TraceEvent.from_dict(json.loads(line)))
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+                events.append(TraceEvent.from_dict(data))
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"{path}:{n}: not a trace event: {e}") from e
     return events

@@ -1,0 +1,49 @@
+"""Session fixtures shared by every test tier: the embedded model and one engine over it.
+
+The real default model is converted into a session temp folder (about 30 s, once), unless
+`STACKROUTE_CACHE_DIR` is set, in which case that persistent cache is used (a developer's
+shortcut: conversions there survive between runs). Models load here, never at import.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stackroute.server.model_store import CACHE_DIR_ENV, LoadedModel, load_model, resolve_model
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def embedded_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default GGUF converted into a model folder, once per session."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    cache_dir = Path(configured) if configured else tmp_path_factory.mktemp("model-cache")
+    return resolve_model(None, cache_dir=cache_dir)
+
+
+@pytest.fixture(scope="session")
+def embedded_model(embedded_model_dir: Path) -> LoadedModel:
+    """The embedded default model in float32, loaded once per session; treat it as read-only."""
+    return load_model(embedded_model_dir, dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def engine(embedded_model: LoadedModel) -> Any:
+    """One TransformersEngine over the session's model (its prefix cache is shared state:
+    tests that count cached tokens build their own engine over the same LoadedModel)."""
+    from stackroute.server.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine(loaded=embedded_model)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data beside the repository (present on developer machines and in CI)."""
+    path = REPO_ROOT.parent / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip(f"shared data not found at {path}")
+    return path

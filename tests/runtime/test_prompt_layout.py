@@ -1,0 +1,153 @@
+"""The append-only prompt layout: each routing call extends the previous one; a pop returns
+to the parent's exact prefix plus the result turn (tier a/b)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from machine_kit import (
+    RecordingRouter,
+    bank_tree,
+    check_prefix_discipline,
+    counting_clock,
+    drive,
+    make_machine,
+)
+from stackroute.runtime.governance import Limits
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import SYSTEM_TEXT, PromptLayout, PromptStyle
+from stackroute.runtime.router import RoutingRequest, ScriptedRouter
+
+ROOT_MENU_TURN = (
+    "You are at the top level.\nOptions:\n"
+    "- payments: Send, receive and track payments.\n"
+    "- accounts: Open accounts and read statements.\n"
+    "- weather: Weather for a city. (arguments: city)\n"
+    "- DONE: the request is fully handled, or nothing here applies\n"
+    "Answer with one option name."
+)
+ACCOUNTS_MENU_TURN = (
+    "You are at accounts. Open accounts and read statements.\nOptions:\n"
+    "- open_account: Open a new account. (arguments: kind)\n"
+    "- statements: Account statements.\n"
+    "- DONE: the request is handled at this level; return\n"
+    "- BACK: nothing here fits the request; go back up\n"
+    "Answer with one option name."
+)
+OPEN_ACCOUNT_ARGS = (
+    'Arguments for open_account, as one JSON object matching this schema, with values taken '
+    'from the request: {"type":"object","properties":{"kind":{"enum":["savings","checking"]}},'
+    '"required":["kind"]}'
+)
+
+
+def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | None = None,
+                 clock_start: float = 1_000.0, reject: bool = False) -> tuple[Any, list[Any]]:
+    router = RecordingRouter(ScriptedRouter(script))
+    machine = make_machine(router, limits=limits, clock=counting_clock(clock_start))
+    state = machine.start("open a savings account", run_id=run_id)
+    drive(machine, state, gate=lambda pending: not reject)
+    return state, router.prompts
+
+
+def test_prompts_exact_for_a_small_run() -> None:
+    state, prompts = recorded_run(["payments", "BACK", "accounts",
+                                   ("open_account", {"kind": "savings"}), "DONE", "DONE"])
+    header = (Message("system", SYSTEM_TEXT), Message("user", "Request: open a savings account"),
+              Message("user", ROOT_MENU_TURN))
+    a = Message("assistant", "accounts")
+    back = Message("user", "payments: nothing there fits.\nAnswer with another option, or DONE.")
+    opened = [Message("assistant", "open_account"), Message("user", OPEN_ACCOUNT_ARGS),
+              Message("assistant", '{"kind":"savings"}'),
+              Message("user", 'open_account returned: {"account": "savings-1"}\n'
+                              'Answer with the next option, or DONE.')]
+    done = Message("user", 'accounts finished: [{"call": "accounts/open_account", "result": '
+                           '{"account": "savings-1"}}]\nAnswer with the next option, or DONE.')
+    assert [p.messages for p in prompts] == [
+        header,
+        (*header, Message("assistant", "payments"), Message("user", (
+            "You are at payments. Send, receive and track payments.\nOptions:\n"
+            "- send_money: Send money to a contact. (arguments: payee, amount)\n"
+            "- balance: Show the balance.\n"
+            "- DONE: the request is handled at this level; return\n"
+            "- BACK: nothing here fits the request; go back up\n"
+            "Answer with one option name."))),
+        (*header, Message("assistant", "payments"), back),
+        (*header, Message("assistant", "payments"), back, a, Message("user", ACCOUNTS_MENU_TURN)),
+        (*header, Message("assistant", "payments"), back, a, Message("user", ACCOUNTS_MENU_TURN),
+         *opened),
+        (*header, Message("assistant", "payments"), back, a, done),
+    ]
+    assert check_prefix_discipline(state, prompts) == 2
+
+
+SCENARIO = [
+    "payments", "BACK",                                 # a wrong branch
+    "accounts", "statements", ("monthly", {"month": 13}),  # invalid arguments: a misstep
+    ("monthly", {"month": 3}), "DONE",                  # nested pop
+    ("open_account", {"kind": "savings"}), "DONE",      # second step of the workflow
+    "nope",                                             # an answer outside the menu
+    ("weather", {"city": "Oslo"}),
+    "DONE",
+]
+
+
+def test_prefix_discipline_over_a_multi_level_run() -> None:
+    state, prompts = recorded_run(SCENARIO)
+    assert state.status.value == "done"
+    assert state.num_format_failures == 2
+    assert check_prefix_discipline(state, prompts) == 3
+
+
+def test_prefix_discipline_with_gates_depth_refusal_and_forced_pops() -> None:
+    script = ["accounts", "statements", ("open_account", {"kind": "savings"}), "DONE",
+              "payments", ("send_money", {"payee": "Asha", "amount": 5}), "balance", "balance"]
+    for reject in (False, True):
+        state, prompts = recorded_run([*script, "DONE"], reject=reject,
+                                      limits=Limits(max_depth=2, max_iterations=3))
+        kinds = [e.kind.value for e in state.trace]
+        assert "limit" in kinds and ("gate_reject" in kinds) is reject
+        assert check_prefix_discipline(state, prompts) == 2
+
+
+def test_prompts_hold_no_run_id_or_time() -> None:
+    first_state, first = recorded_run(SCENARIO, run_id="run-aaaa-1111", clock_start=5.0)
+    second_state, second = recorded_run(SCENARIO, run_id="run-bbbb-2222", clock_start=9e9)
+    assert [p.messages for p in first] == [p.messages for p in second]
+    assert first_state.trace[0].time_unix != second_state.trace[0].time_unix
+    text = "\n".join(m.content for p in first for m in p.messages)
+    for volatile in ("run-aaaa", "1111", "5.0", "run-1", "call_id"):
+        assert volatile not in text
+
+
+def test_flat_style_lists_schemas_and_descriptions_are_clipped() -> None:
+    tree = bank_tree()
+    layout = PromptLayout(tree, PromptStyle(show_schemas=True, max_description_chars=12))
+    turn = layout.menu_turn(tree.node("payments")).content
+    assert "- send_money: Send money …" in turn
+    assert ('Parameters: {"type":"object","properties":{"payee":{"type":"string"},'
+            '"amount":{"type":"number"}},"required":["payee","amount"],'
+            '"additionalProperties":false}') in turn
+    assert '- balance: Show the ba… Parameters: {}' in turn
+
+
+def test_arguments_prompt_extends_the_routing_prompt() -> None:
+    seen: list[RoutingRequest] = []
+
+    def script(request: RoutingRequest) -> Any:
+        seen.append(request)
+        return "accounts" if request.step == 0 else "DONE"
+
+    machine = make_machine(script)
+    state = machine.start("x", run_id="r")
+    machine.step(state)
+    machine.step(state)
+    request = seen[1]
+    leaf = request.child("open_account")
+    prompt = request.arguments_prompt(leaf)
+    assert prompt.messages[:-2] == request.prompt.messages
+    assert prompt.messages[-2:] == (Message("assistant", "open_account"),
+                                    Message("user", OPEN_ACCOUNT_ARGS))
+    assert machine.layout.arguments_prompt(state, leaf).messages[-1].content == OPEN_ACCOUNT_ARGS
+    assert request.prompt.is_prefix_of(prompt) and not prompt.is_prefix_of(request.prompt)
+    assert (request.step, request.depth, request.task) == (1, 1, "x")
