@@ -39,9 +39,10 @@ def from_mcp_tools(result: Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
         if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
             raise CatalogError([Problem(f"[{i}]", "expected an MCP tool with a 'name'")])
         annotations = tool.get("annotations") or {}
-        # MCP marks tools that change the world; such tools wait for confirmation.
-        sensitive = bool(annotations.get("destructiveHint")) and not annotations.get(
-            "readOnlyHint", False)
+        # MCP's defaults: readOnlyHint false, destructiveHint true. A tool that may change the
+        # world destructively waits for confirmation unless it says otherwise.
+        sensitive = not annotations.get("readOnlyHint", False) and bool(
+            annotations.get("destructiveHint", True))
         extra = {"sensitive": True} if sensitive else {}
         entries.append((tool.get("namespace"), tool["name"], tool.get("description", ""),
                         tool.get("inputSchema"), extra))

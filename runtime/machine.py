@@ -89,7 +89,10 @@ class StackMachine:
         if frame.num_iterations >= limits.max_iterations:
             self._record(state, EventKind.LIMIT, frame, detail={
                 "limit": LimitKind.MAX_ITERATIONS, "value": limits.max_iterations})
-            self._pop_done(state, frame, status=RunStatus.LIMIT)
+            if frame.accumulator or len(state.stack) == 1:
+                self._pop_done(state, frame, status=RunStatus.LIMIT)
+            else:  # nothing done here: an empty result is "wrong branch", not output
+                self._pop_back(state, frame)
             return
         node = self.tree.node(frame.node_path)
         menu = self.menu_for(state, frame)
@@ -123,7 +126,7 @@ class StackMachine:
         state.status = RunStatus.RUNNING
         frame.accumulator.append({"path": self._report_path(leaf), "arguments": pending.arguments,
                                   "rejected": True})
-        frame.turns.append(self.layout.rejected_turn(leaf))
+        frame.turns.append(self.layout.rejected_turn(leaf, self.menu_for(state, frame)))
         self._record(state, EventKind.GATE_REJECT, frame, arguments=pending.arguments,
                      detail={"call_id": pending.call_id})
 
@@ -179,7 +182,8 @@ class StackMachine:
         frame.turns.append(answer(child.name))
         if len(state.stack) >= state.limits.max_depth:
             frame.tried.append(child.name)
-            frame.turns.append(self.layout.child_back_turn(child, "too deep to enter"))
+            frame.turns.append(self.layout.child_back_turn(child, self.menu_for(state, frame),
+                                                           "too deep to enter"))
             self._record(state, EventKind.LIMIT, frame, detail={
                 "limit": LimitKind.MAX_DEPTH, "value": state.limits.max_depth,
                 "child": child.name})
@@ -197,7 +201,8 @@ class StackMachine:
     def _push(self, state: RunState, node: Node, parent: Frame | None = None) -> None:
         frame = Frame(frame_id=state.next_frame_id, node_path=node.path_str,
                       parent_id=None if parent is None else parent.frame_id,
-                      turns=[self.layout.menu_turn(node)])
+                      turns=[self.layout.menu_turn(
+                          node, request=state.task if parent is None else None)])
         state.next_frame_id += 1
         state.stack.append(frame)
         self._record(state, EventKind.START if parent is None else EventKind.PUSH, frame,
@@ -252,7 +257,8 @@ class StackMachine:
         else:
             entry["error"] = error
         frame.accumulator.append(entry)
-        frame.turns.append(self.layout.result_turn(leaf, result=result, error=error,
+        frame.turns.append(self.layout.result_turn(leaf, self.menu_for(state, frame),
+                                                   result=result, error=error,
                                                    max_chars=state.limits.max_result_chars))
         state.calls.append({**entry, "call_id": pending.call_id})
         state.pending = None
@@ -269,7 +275,8 @@ class StackMachine:
         parent = state.top()
         child = self.tree.node(frame.node_path)
         parent.accumulator.append({"path": frame.node_path, "output": frame.accumulator})
-        parent.turns.append(self.layout.child_done_turn(child, frame.accumulator,
+        parent.turns.append(self.layout.child_done_turn(child, self.menu_for(state, parent),
+                                                        frame.accumulator,
                                                         state.limits.max_result_chars))
         self._record(state, EventKind.POP_DONE, frame, detail={"output": frame.accumulator})
 
@@ -278,18 +285,21 @@ class StackMachine:
         parent = state.top()
         child = self.tree.node(frame.node_path)
         parent.tried.append(child.name)
-        parent.turns.append(self.layout.child_back_turn(child))
+        parent.turns.append(self.layout.child_back_turn(child, self.menu_for(state, parent)))
         self._record(state, EventKind.POP_BACK, frame)
 
     def _misstep(self, state: RunState, frame: Frame, *, answer_text: str, problem: str,
                  kind: str) -> None:
         state.num_format_failures += 1
         frame.turns.extend([Message("assistant", answer_text),
-                            self.layout.invalid_answer_turn(problem)])
+                            self.layout.invalid_answer_turn(problem,
+                                                            self.menu_for(state, frame))])
         self._record(state, EventKind.MISSTEP, frame, error=problem, detail={"kind": kind})
 
     def _finish(self, state: RunState, status: RunStatus) -> None:
         state.status = status
+        if state.result is None:  # a limit stops the run; what the root gathered still counts
+            state.result = state.stack[0].accumulator
         self._record(state, EventKind.FINISH, state.top(), detail={
             "status": status.value, "num_calls": len(state.calls)})
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.menu import CompletionState, Menu
 from stackroute.runtime.messages import Message
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree, Node
@@ -61,7 +61,9 @@ class PromptLayout:
         self.style = style or PromptStyle()
 
     def header(self, state: RunState) -> tuple[Message, ...]:
-        return (Message("system", SYSTEM_TEXT), Message("user", f"Request: {state.task}"))
+        """The system text; the request opens the root frame's first turn, so roles alternate
+        (some chat templates reject two user turns in a row)."""
+        return (Message("system", SYSTEM_TEXT),)
 
     def routing_prompt(self, state: RunState) -> Prompt:
         turns = [m for frame in state.stack for m in frame.turns]
@@ -70,12 +72,14 @@ class PromptLayout:
     def arguments_prompt(self, state: RunState, leaf: Node) -> Prompt:
         return self.routing_prompt(state).extend(answer(leaf.name), self.arguments_request(leaf))
 
-    def menu_turn(self, node: Node) -> Message:
-        """The opening turn of a frame: where it is and every option, once per frame."""
+    def menu_turn(self, node: Node, *, request: str | None = None) -> Message:
+        """The opening turn of a frame: where it is and every option, once per frame (the
+        root's also carries the request)."""
         is_root = node.depth == 0
         where = "the top level" if is_root else node.path_str
-        lines = [f"You are at {where}." + (f" {self._clip(node.description)}"
-                                           if node.description and not is_root else "")]
+        lines = [f"Request: {request}\n"] if request is not None else []
+        lines.append(f"You are at {where}." + (f" {self._clip(node.description)}"
+                                               if node.description and not is_root else ""))
         lines.append("Options:")
         for child in node.children:
             lines.append(self._option_line(child))
@@ -94,30 +98,33 @@ class PromptLayout:
             f"taken from the request: {schema}",
         )
 
-    def result_turn(self, leaf: Node, *, result: Any = None, error: str | None = None,
-                    max_chars: int) -> Message:
+    # Each turn below ends by naming the completion state the next menu really offers.
+    def result_turn(self, leaf: Node, menu: Menu, *, result: Any = None,
+                    error: str | None = None, max_chars: int) -> Message:
         if error is not None:
             body = f"{leaf.name} failed: {error}"
         else:
             body = f"{leaf.name} returned: {_clip_json(result, max_chars)}"
-        return Message("user", f"{body}\nAnswer with the next option, or DONE.")
+        return Message("user", f"{body}\n{next_hint(menu)}")
 
-    def rejected_turn(self, leaf: Node) -> Message:
+    def rejected_turn(self, leaf: Node, menu: Menu) -> Message:
         return Message("user", f"The user rejected {leaf.name}; it was not run.\n"
-                               "Answer with the next option, or DONE.")
+                               f"{next_hint(menu)}")
 
-    def child_done_turn(self, child: Node, output: list[dict[str, Any]], max_chars: int) -> Message:
+    def child_done_turn(self, child: Node, menu: Menu, output: list[dict[str, Any]],
+                        max_chars: int) -> Message:
         summary = [{"call": o.get("path"), "result": o.get("result", o.get("output"))}
                    for o in output]
         return Message("user", f"{child.name} finished: {_clip_json(summary, max_chars)}\n"
-                               "Answer with the next option, or DONE.")
+                               f"{next_hint(menu)}")
 
-    def child_back_turn(self, child: Node, reason: str = "nothing there fits") -> Message:
-        return Message("user", f"{child.name}: {reason}.\nAnswer with another option, or DONE.")
+    def child_back_turn(self, child: Node, menu: Menu,
+                        reason: str = "nothing there fits") -> Message:
+        return Message("user", f"{child.name}: {reason}.\n{next_hint(menu)}")
 
-    def invalid_answer_turn(self, problem: str) -> Message:
-        return Message("user", f"That answer was not valid: {problem}\nAnswer with one option "
-                               "name from the list.")
+    def invalid_answer_turn(self, problem: str, menu: Menu) -> Message:
+        return Message("user", f"That answer was not valid: {problem}\nAnswer with one of: "
+                               f"{', '.join(menu.options)}.")
 
     def _option_line(self, child: Node) -> str:
         text = f"- {child.name}: {self._clip(child.description)}"
@@ -135,6 +142,12 @@ class PromptLayout:
         limit = self.style.max_description_chars
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def next_hint(menu: Menu) -> str:
+    states = " or ".join(s.value for s in menu.states)
+    return f"Answer with the next option, or {states}." if menu.children else \
+        f"Answer {states}."
 
 
 def answer(choice: str) -> Message:

@@ -152,16 +152,12 @@ def test_trace_of_a_bad_file_exits_2(tmp_path: Path, content: str | None) -> Non
     assert isinstance(result.exception, SystemExit)
 
 
-@pytest.mark.xfail(strict=True, reason="server/cli.py `trace` lets rich wrap lines at the "
-                   "terminal width (80 columns here); it needs console.print(..., soft_wrap=True)")
 def test_trace_keeps_long_lines_whole(tmp_path: Path) -> None:
     path, lines = recorded_trace(tmp_path, task="track order 7 " + "please " * 20)
     result = runner.invoke(app, ["trace", str(path)], env={"COLUMNS": "80"})
     assert result.stdout.splitlines() == lines
 
 
-@pytest.mark.xfail(strict=True, reason="server/cli.py `lint` prints problems as rich markup: "
-                   "a name like 'a[/]' raises MarkupError; escape with rich.markup.escape")
 def test_lint_prints_names_with_brackets(tmp_path: Path) -> None:
     doc: dict[str, Any] = {"name": "r", "children": [{"name": "a[/]"}, {"name": "[bold]b"}]}
     path = tmp_path / "brackets.json"

@@ -90,7 +90,7 @@ def test_mcp_tools_list_destructive_hint_marks_sensitive() -> None:
     tree = build_tree(doc)
     assert sorted((leaf.path_str, leaf.sensitive) for leaf in tree.leaves()) == [
         ("fs/delete_file", True), ("fs/move", False), ("fs/read_file", False),
-        ("net/tools/ping", False), ("now", False)]
+        ("net/tools/ping", True), ("now", True)]  # MCP: unannotated tools may be destructive
     assert tree.node("fs/read_file").parameters == OBJ
     assert tree.node("fs/read_file").metadata == {"original_name": "fs/read_file"}
     assert tree.node("net").description == "Tools under net: tools"

@@ -172,10 +172,11 @@ def test_missteps_repeat_until_max_iterations_pops_the_frame() -> None:
     drive(machine, state)
     assert state.num_format_failures == 3
     kinds = [k for k, _ in events(state)]
+    # The frame produced nothing, so the forced pop is a BACK (no empty output for the parent).
     assert kinds == ["start", "route", "push", "route", "misstep", "route", "misstep", "route",
-                     "misstep", "limit", "pop_done", "route", "finish"]
+                     "misstep", "limit", "pop_back", "route", "finish"]
     assert state.trace[9].detail == {"limit": "max_iterations", "value": 3}
-    assert state.result == [{"path": "payments", "output": []}]
+    assert state.result == []
 
 
 def test_raw_text_of_an_unconstrained_answer_is_what_is_recorded() -> None:

@@ -53,10 +53,10 @@ def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | N
 def test_prompts_exact_for_a_small_run() -> None:
     state, prompts = recorded_run(["payments", "BACK", "accounts",
                                    ("open_account", {"kind": "savings"}), "DONE", "DONE"])
-    header = (Message("system", SYSTEM_TEXT), Message("user", "Request: open a savings account"),
-              Message("user", ROOT_MENU_TURN))
+    header = (Message("system", SYSTEM_TEXT),
+              Message("user", "Request: open a savings account\n\n" + ROOT_MENU_TURN))
     a = Message("assistant", "accounts")
-    back = Message("user", "payments: nothing there fits.\nAnswer with another option, or DONE.")
+    back = Message("user", "payments: nothing there fits.\nAnswer with the next option, or DONE.")
     opened = [Message("assistant", "open_account"), Message("user", OPEN_ACCOUNT_ARGS),
               Message("assistant", '{"kind":"savings"}'),
               Message("user", 'open_account returned: {"account": "savings-1"}\n'
