@@ -49,6 +49,9 @@ class HandlerTable:
 
     def resolve(self, leaf: Node) -> Handler | None:
         bound = self._bindings.get(leaf.path_str)
+        tree_path = leaf.metadata.get("tree_path")  # a flat baseline leaf keeps its tree path
+        if bound is None and isinstance(tree_path, str):
+            bound = self._bindings.get(tree_path)
         if bound is not None or leaf.handler is None:
             return bound
         return self._import(leaf.handler, leaf.path_str)

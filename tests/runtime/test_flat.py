@@ -76,3 +76,15 @@ def test_same_machine_same_answers_tree_vs_flat() -> None:
     drive(flat_machine, flat_state)
     assert flat_state.calls == state.calls
     assert flat_state.num_steps == 2 and state.num_steps == 4
+
+
+def test_handlers_bound_by_tree_path_run_in_the_flat_baseline() -> None:
+    # The same HandlerTable serves the tree and its flat twin: a flat leaf is looked up by the
+    # tree path it came from (a bug once made flat runs silently return their arguments).
+    flat = flatten(bank_tree())
+    machine = StackMachine(flat, ScriptedRouter([("open_account", {"kind": "savings"}), "DONE"]),
+                           executor=LocalExecutor(bank_handlers()),
+                           layout=PromptLayout(flat, PromptStyle(show_schemas=True)))
+    state = machine.start("open an account", run_id="r", is_flat=True)
+    drive(machine, state)
+    assert state.calls[0]["result"] == {"account": "savings-1"}
