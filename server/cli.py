@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -59,10 +60,10 @@ def _print_lint(report: Any) -> None:
                                                   "max")))
         console.print(table)
     for p in report.errors:
-        console.print(f"[red]error[/red] {p}")
+        console.print(f"[red]error[/red] {escape(str(p))}")
     shown = report.warnings[:30]
     for p in shown:
-        console.print(f"[yellow]warning[/yellow] {p}")
+        console.print(f"[yellow]warning[/yellow] {escape(str(p))}")
     if len(report.warnings) > len(shown):
         console.print(f"[yellow]… and {len(report.warnings) - len(shown)} more warnings "
                       "(--json lists all)[/yellow]")
@@ -78,10 +79,9 @@ def trace(file: Path) -> None:
     try:
         events = read_jsonl(file)
     except (OSError, ValueError) as e:
-        err_console.print(f"[red]error[/red] {e}")
-        raise typer.Exit(2) from e
+        raise _fail(e) from e
     for line in format_tree(events):
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 NoSpecOpt = Annotated[bool, typer.Option(
@@ -105,7 +105,7 @@ def _load_tree(catalog: Path) -> Any:
 
 
 def _fail(e: Exception) -> typer.Exit:
-    err_console.print(f"[red]error[/red] {e}", markup=True, highlight=False)
+    err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
     return typer.Exit(2)
 
 
@@ -223,6 +223,51 @@ def eval_(
         table.add_row(k, json.dumps(v) if isinstance(v, dict) else f"{v:.4g}"
                       if isinstance(v, float) else str(v))
     console.print(table)
+
+
+@app.command()
+def serve(
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="transformers | vllm | remote [default: transformers]")] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    host: Annotated[str | None, typer.Option("--host", help="[default: 127.0.0.1]")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="[default: 8000]")] = None,
+    catalog: Annotated[list[Path] | None, typer.Option(
+        "--catalog", help="catalog file to load at start (repeatable)")] = None,
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="SQLite file for sessions and catalogs [default: ./stackroute.db]")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", help="require 'Authorization: Bearer KEY' (or STACKROUTE_API_KEY)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="YAML or JSON settings file (or STACKROUTE_CONFIG)")] = None,
+    allow_public_bind: Annotated[bool | None, typer.Option(
+        "--allow-public-bind/--no-allow-public-bind",
+        help="serve on a non-loopback host without an API key")] = None,
+    log_level: Annotated[str | None, typer.Option(
+        "--log-level", help="debug | info | warning | error")] = None,
+) -> None:
+    """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
+
+    Flags override STACKROUTE_* environment variables, which override the config file."""
+    import uvicorn
+    from stackroute.server.app import create_app
+    from stackroute.server.json_logging import configure_logging, logging_config
+    from stackroute.server.settings import ServerSettings, SettingsError
+
+    try:
+        settings = ServerSettings.load(
+            engine=engine, model=model, base_url=base_url, host=host, port=port,
+            catalogs=catalog, db=db, api_key=api_key, config=config,
+            allow_public_bind=allow_public_bind, log_level=log_level)
+    except SettingsError as e:
+        err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from e
+    level = settings.log_level.value
+    configure_logging(level)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_config=logging_config(level), log_level=level, access_log=False,
+                server_header=False, proxy_headers=False, ws="none")
 
 
 def main() -> None:

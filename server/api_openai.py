@@ -1,0 +1,400 @@
+"""The OpenAI-compatible API: `GET /v1/models`, `POST /v1/chat/completions`,
+`POST /v1/completions`, with vLLM's `structured_outputs` and OpenAI's `response_format`.
+
+A request becomes (prompt, constraint, sampling options), runs through the engine queue in a
+worker thread, and the engine's `Generation` becomes OpenAI's response shape. Streaming sends
+the answer in OpenAI's chunk format once the engine has produced it: the engine protocol has
+no token-by-token interface yet, so the first chunk arrives with the whole answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.usage import Usage
+from stackroute.server.app_state import AppState, get_state
+from stackroute.server.engine_queue import EngineQueue
+from stackroute.server.engines.base import (
+    Constraint,
+    ConstraintKind,
+    Engine,
+    Generation,
+    PromptInput,
+    SamplingOptions,
+    TokenLogprob,
+)
+from stackroute.server.errors import InvalidParameterError, error_responses
+from stackroute.server.openai_schemas import (
+    MAX_PROMPTS,
+    MAX_STOP_STRINGS,
+    AssistantMessage,
+    ChatChoice,
+    ChatCompletion,
+    ChatCompletionRequest,
+    ChatLogprobs,
+    ChatMessage,
+    Completion,
+    CompletionChoice,
+    CompletionLogprobs,
+    CompletionRequest,
+    CompletionUsage,
+    FinishReason,
+    ModelCard,
+    ModelList,
+    PromptTokensDetails,
+    ResponseFormatJsonObject,
+    ResponseFormatJsonSchema,
+    TokenLogprobOut,
+    TopLogprob,
+)
+
+MIN_LOGPROB = -9999.0  # JSON has no -inf; a masked-out token reports this instead
+_STARTED_AT = int(time.time())
+
+
+class UnknownModelError(InputError):
+    code = "model_not_found"
+    http_status = 404
+
+
+class PromptTooLongError(InputError):
+    code = "prompt_too_long"
+
+
+_STREAM_DOC = {"text/event-stream": {"schema": {
+    "type": "string", "description": "with stream: true, server-sent events `data: <chunk>` "
+    "(chat.completion.chunk / text_completion objects), ending with `data: [DONE]`"}}}
+_ERRORS = error_responses(400, 404, 413, 422, 429, 500)
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+
+
+@router.get("/models", response_model=ModelList, summary="The served model")
+async def list_models(request: Request) -> ModelList:
+    return ModelList(data=[_model_card(get_state(request).engine)])
+
+
+@router.get("/models/{model_id:path}", response_model=ModelCard, summary="One served model",
+            responses=error_responses(404, 500))
+async def get_model(model_id: str, request: Request) -> ModelCard:
+    engine = get_state(request).engine
+    _check_model(engine, model_id)
+    return _model_card(engine)
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, summary="Chat completion",
+             responses={200: {"content": _STREAM_DOC}, **_ERRORS})
+async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
+    state = get_state(request)
+    _check_model(state.engine, body.model)
+    _check_common(body)
+    if body.top_logprobs is not None and not body.logprobs:
+        raise InvalidParameterError("top_logprobs needs logprobs: true", param="top_logprobs")
+    if body.max_tokens is not None and body.max_completion_tokens is not None \
+            and body.max_tokens != body.max_completion_tokens:
+        raise InvalidParameterError("max_tokens and max_completion_tokens differ; send one",
+                                    param="max_completion_tokens")
+    max_tokens = (body.max_completion_tokens or body.max_tokens
+                  or state.settings.default_max_tokens)
+    _check_max_tokens(max_tokens, state.settings.max_output_tokens,
+                      "max_completion_tokens" if body.max_completion_tokens else "max_tokens")
+    top = (body.top_logprobs or 0) if body.logprobs else None
+    constraint = _constraint(body, state.settings.max_menu_options)
+    sampling = _sampling(body, max_tokens=max_tokens, top_logprobs=top)
+    prompt = Prompt(tuple(_message(m) for m in body.messages))
+    generations = await _generate(state, [prompt], constraint, sampling, endpoint="chat")
+    gen = generations[0]
+    completion = ChatCompletion(
+        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
+        choices=[ChatChoice(index=0, message=AssistantMessage(content=gen.text),
+                            logprobs=_chat_logprobs(gen, top), finish_reason=_finish(gen))],
+        usage=_usage(gen.usage))
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return _sse(_chat_chunks(completion, include_usage))
+    return completion
+
+
+@router.post("/completions", response_model=Completion, summary="Text completion (raw prompt)",
+             responses={200: {"content": _STREAM_DOC}, **_ERRORS})
+async def completions(body: CompletionRequest, request: Request) -> Any:
+    state = get_state(request)
+    _check_model(state.engine, body.model)
+    _check_common(body)
+    prompts = [body.prompt] if isinstance(body.prompt, str) else list(body.prompt)
+    if not 1 <= len(prompts) <= MAX_PROMPTS:
+        raise InvalidParameterError(f"prompt: send 1 to {MAX_PROMPTS} prompts; got "
+                                    f"{len(prompts)}", param="prompt")
+    _check_max_tokens(body.max_tokens or 16, state.settings.max_output_tokens, "max_tokens")
+    constraint = _constraint(body, state.settings.max_menu_options)
+    sampling = _sampling(body, max_tokens=body.max_tokens or 16, top_logprobs=body.logprobs)
+    generations = await _generate(state, list(prompts), constraint, sampling,
+                                  endpoint="completions")
+    total = sum((g.usage for g in generations), Usage())
+    completion = Completion(
+        id=f"cmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
+        choices=[CompletionChoice(index=i, text=g.text, finish_reason=_finish(g),
+                                  logprobs=_completion_logprobs(g, body.logprobs))
+                 for i, g in enumerate(generations)],
+        usage=_usage(total))
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return _sse(_completion_chunks(completion, include_usage))
+    return completion
+
+
+# -- request → engine ---------------------------------------------------------------------------
+def _check_model(engine: Engine, model: str | None) -> None:
+    if model is not None and model != engine.info.model:
+        raise UnknownModelError(f"model {model!r} is not served here; this server serves "
+                                f"{engine.info.model!r} (GET /v1/models)")
+
+
+def _check_max_tokens(max_tokens: int, limit: int, param: str) -> None:
+    if max_tokens > limit:
+        raise InvalidParameterError(f"{param}: at most {limit} on this server; got {max_tokens}",
+                                    param=param)
+
+
+def _check_common(body: ChatCompletionRequest | CompletionRequest) -> None:
+    if body.top_p is not None and body.top_p != 1.0:
+        raise InvalidParameterError(f"top_p: only 1.0 is supported; got {body.top_p}",
+                                    param="top_p")
+    if body.n is not None and body.n != 1:
+        raise InvalidParameterError(f"n: only 1 is supported; got {body.n}", param="n")
+    for name in ("frequency_penalty", "presence_penalty"):
+        value = getattr(body, name)
+        if value:
+            raise InvalidParameterError(f"{name}: only 0 is supported; got {value}", param=name)
+    if body.stream_options is not None and not body.stream:
+        raise InvalidParameterError("stream_options needs stream: true", param="stream_options")
+    stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    if len(stops) > MAX_STOP_STRINGS or any(not s for s in stops):
+        raise InvalidParameterError(f"stop: up to {MAX_STOP_STRINGS} non-empty strings",
+                                    param="stop")
+
+
+def _constraint(body: ChatCompletionRequest | CompletionRequest,
+                max_menu_options: int) -> Constraint | None:
+    """The one constraint a request asks for, from `structured_outputs` or `response_format`."""
+    structured = body.structured_outputs
+    fmt = body.response_format
+    is_format_constrained = isinstance(fmt, ResponseFormatJsonObject | ResponseFormatJsonSchema)
+    if structured is not None and is_format_constrained:
+        raise InvalidParameterError("send structured_outputs or a json response_format, not "
+                                    "both", param="response_format")
+    if structured is not None:
+        kinds = [k for k, v in (("choice", structured.choice), ("json", structured.json_schema),
+                                ("regex", structured.regex)) if v is not None]
+        if len(kinds) != 1:
+            raise InvalidParameterError(
+                "structured_outputs needs exactly one of choice, json, regex; got "
+                f"{', '.join(kinds) or 'none'}", param="structured_outputs")
+        if structured.choice is not None:
+            return Constraint.choice(_checked_choices(structured.choice, max_menu_options))
+        if structured.regex is not None:
+            return Constraint.regex(structured.regex)
+        return Constraint.json(_schema_object(structured.json_schema, "structured_outputs.json"))
+    if isinstance(fmt, ResponseFormatJsonSchema):
+        return Constraint.json(fmt.json_schema.json_schema)
+    if isinstance(fmt, ResponseFormatJsonObject):
+        return Constraint.json({"type": "object"})
+    return None
+
+
+def _checked_choices(choices: Sequence[str], max_options: int) -> list[str]:
+    param = "structured_outputs.choice"
+    if not choices:
+        raise InvalidParameterError("structured_outputs.choice is empty; list at least one "
+                                    "option", param=param)
+    if len(choices) > max_options:
+        raise InvalidParameterError(f"structured_outputs.choice has {len(choices)} options; "
+                                    f"the limit is {max_options}", param=param)
+    if len(set(choices)) != len(choices):
+        raise InvalidParameterError("structured_outputs.choice has duplicate options",
+                                    param=param)
+    for option in choices:
+        if not option or option[0].isspace():
+            raise InvalidParameterError(f"structured_outputs.choice option {option!r} is empty "
+                                        "or starts with whitespace", param=param)
+    return list(choices)
+
+
+def _schema_object(schema: dict[str, Any] | str | None, param: str) -> dict[str, Any]:
+    if isinstance(schema, dict):
+        return schema
+    try:
+        parsed = json.loads(schema or "")
+    except ValueError as error:
+        raise InvalidParameterError(f"{param} is not valid JSON: {error}", param=param) from None
+    if not isinstance(parsed, dict):
+        raise InvalidParameterError(f"{param} must be a JSON object", param=param)
+    return parsed
+
+
+def _sampling(body: ChatCompletionRequest | CompletionRequest, *, max_tokens: int,
+              top_logprobs: int | None) -> SamplingOptions:
+    temperature = body.temperature or 0.0
+    # Without a seed a sampled answer should vary between calls, as clients expect.
+    seed = body.seed if body.seed is not None or temperature == 0 else secrets.randbits(63)
+    stops = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
+    return SamplingOptions(max_tokens=max_tokens, temperature=temperature, stop=stops,
+                           top_logprobs=top_logprobs, seed=seed)
+
+
+def _message(message: ChatMessage) -> Message:
+    role = "system" if message.role == "developer" else message.role
+    content = message.content if isinstance(message.content, str) \
+        else "\n".join(part.text for part in message.content)
+    return Message(role, content)
+
+
+async def _generate(state: AppState, prompts: list[PromptInput], constraint: Constraint | None,
+                    sampling: SamplingOptions, *, endpoint: str) -> list[Generation]:
+    engine = state.engine
+    max_prompt_tokens = state.settings.max_prompt_tokens
+
+    def call() -> list[Generation]:  # runs in a worker thread
+        out = []
+        for prompt in prompts:
+            num_tokens = engine.count_tokens(prompt)
+            if num_tokens > max_prompt_tokens:
+                raise PromptTooLongError(f"the prompt has {num_tokens} tokens; the limit is "
+                                         f"{max_prompt_tokens}")
+            out.append(_generate_one(engine, prompt, constraint, sampling))
+        return out
+
+    queue: EngineQueue = state.engine_queue
+    generations = await queue.run(call)
+    kind = constraint.kind.value if constraint is not None else "none"
+    for gen in generations:
+        state.metrics.observe_model_call(endpoint=endpoint, constraint=kind, usage=gen.usage)
+    return generations
+
+
+def _generate_one(engine: Engine, prompt: PromptInput, constraint: Constraint | None,
+                  sampling: SamplingOptions) -> Generation:
+    try:
+        return engine.generate(prompt, constraint=constraint, sampling=sampling)
+    except InputError:
+        raise
+    except ValueError as error:
+        # The menu compiler rejects options it cannot tell apart (identical tokens, an
+        # end-of-turn token inside); that is the caller's input, not our bug.
+        if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
+            raise InvalidParameterError(f"structured_outputs.choice: {error}",
+                                        param="structured_outputs.choice") from error
+        raise
+
+
+# -- engine → response --------------------------------------------------------------------------
+def _model_card(engine: Engine) -> ModelCard:
+    return ModelCard(id=engine.info.model, created=_STARTED_AT,
+                     max_model_len=engine.info.max_context_tokens)
+
+
+def _finish(gen: Generation) -> FinishReason:
+    return "length" if gen.finish_reason == "length" else "stop"
+
+
+def _usage(usage: Usage) -> CompletionUsage:
+    return CompletionUsage(
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.generated_tokens,
+        total_tokens=usage.prompt_tokens + usage.generated_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens))
+
+
+def _lp(value: float) -> float:
+    return value if math.isfinite(value) else MIN_LOGPROB
+
+
+def _top(entry: TokenLogprob, k: int) -> list[tuple[str, float]]:
+    # A token the constraint forced had no alternative: it alone, with its own logprob.
+    return list(entry.top[:k]) if entry.top else [(entry.token, entry.logprob)][:k]
+
+
+def _answer_logprobs(gen: Generation) -> list[TokenLogprob]:
+    """The answer's entries: the engine also reports the end-of-turn token that stopped a free
+    generation, which is not part of the answer (OpenAI reports answer tokens only)."""
+    entries = list(gen.logprobs or ())
+    return entries[: max(1, gen.usage.generated_tokens)] if entries else entries
+
+
+def _chat_logprobs(gen: Generation, k: int | None) -> ChatLogprobs | None:
+    if k is None:
+        return None
+    content = [TokenLogprobOut(
+        token=t.token, logprob=_lp(t.logprob), bytes=list(t.token.encode()),
+        top_logprobs=[TopLogprob(token=tok, logprob=_lp(lp), bytes=list(tok.encode()))
+                      for tok, lp in _top(t, k)])
+        for t in _answer_logprobs(gen)]
+    return ChatLogprobs(content=content)
+
+
+def _completion_logprobs(gen: Generation, k: int | None) -> CompletionLogprobs | None:
+    if k is None:
+        return None
+    entries = _answer_logprobs(gen)
+    offsets, at = [], 0
+    for t in entries:
+        offsets.append(at)
+        at += len(t.token)
+    return CompletionLogprobs(
+        tokens=[t.token for t in entries], token_logprobs=[_lp(t.logprob) for t in entries],
+        top_logprobs=[{tok: _lp(lp) for tok, lp in _top(t, k)} for t in entries],
+        text_offset=offsets)
+
+
+def _chat_chunks(c: ChatCompletion, include_usage: bool) -> list[dict[str, Any]]:
+    head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+            "model": c.model}
+    choice = c.choices[0]
+    logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
+
+    def chunk(delta: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        entry = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None} | extra
+        return {**head, "choices": [entry]}
+
+    chunks = [chunk({"role": "assistant", "content": ""}),
+              chunk({"content": choice.message.content}, logprobs=logprobs),
+              chunk({}, finish_reason=choice.finish_reason)]
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
+    return chunks
+
+
+def _completion_chunks(c: Completion, include_usage: bool) -> list[dict[str, Any]]:
+    head = {"id": c.id, "object": "text_completion", "created": c.created, "model": c.model}
+    chunks = []
+    for choice in c.choices:
+        logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
+        chunks.append({**head, "choices": [{"index": choice.index, "text": choice.text,
+                                            "logprobs": logprobs, "finish_reason": None}]})
+        chunks.append({**head, "choices": [{"index": choice.index, "text": "",
+                                            "logprobs": None,
+                                            "finish_reason": choice.finish_reason}]})
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
+    return chunks
+
+
+def _sse(chunks: list[dict[str, Any]]) -> StreamingResponse:
+    async def events() -> AsyncIterator[str]:
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+

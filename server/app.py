@@ -1,0 +1,152 @@
+"""The FastAPI application: routes and wiring only (the work is in the modules it includes).
+
+`create_app(settings)` builds the engine named by the settings when the app starts (or uses
+the one passed in, as tests do), sets up catalogs and sessions, and serves once all of it is
+ready: a configured catalog whose constraints do not compile stops the start-up with its
+error instead of failing the first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import inspect
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import ModuleType
+from typing import Any
+
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from stackroute.server import api_openai
+from stackroute.server import metrics as metrics_module
+from stackroute.server.app_state import AppState
+from stackroute.server.auth import ApiKeyAuth
+from stackroute.server.engine_queue import EngineQueue
+from stackroute.server.engines.base import ENGINES, Engine
+from stackroute.server.errors import (
+    document_error_responses,
+    error_responses,
+    install_error_handlers,
+)
+from stackroute.server.metrics import Metrics
+from stackroute.server.middleware import (
+    BodyLimitMiddleware,
+    RequestContextMiddleware,
+    route_template,
+)
+from stackroute.server.settings import ServerSettings
+from starlette.types import Scope
+
+log = logging.getLogger(__name__)
+ROUTING_MODULE = "stackroute.server.api_routing"
+
+
+class Health(BaseModel):
+    status: str = Field(description="'ok' while the process serves requests")
+
+
+class Readiness(BaseModel):
+    status: str = Field(description="'ready' or 'not_ready'")
+    checks: dict[str, bool] = Field(description="engine: model loaded; catalogs: compiled")
+
+
+def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> FastAPI:
+    """The app for these settings; `engine` replaces the one the settings name (tests)."""
+    metrics = Metrics()
+    queue = EngineQueue(max_queue=settings.max_queue, max_concurrency=settings.max_concurrency)
+    routing = _routing_module()
+    if routing is None and settings.catalogs:
+        raise RuntimeError("catalogs are configured but the routing API is not installed")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        served = engine if engine is not None else await anyio.to_thread.run_sync(
+            functools.partial(build_engine, settings))
+        state = AppState(settings=settings, engine=served, metrics=metrics, engine_queue=queue)
+        app.state.stackroute = state
+        metrics.bind(engine=served, queue=queue)
+        if routing is not None:
+            await _maybe_await(routing.setup_routing(state))
+            count_by_status = getattr(state.sessions, "count_by_status", None)
+            if callable(count_by_status):
+                metrics.track_sessions(count_by_status)
+        state.is_ready = True
+        log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
+                                 "host": settings.host, "port": settings.port})
+        try:
+            yield
+        finally:
+            state.is_ready = False
+            if routing is not None:
+                await _maybe_await(routing.shutdown_routing(state))
+
+    app = FastAPI(title="stackroute", version=_version(), lifespan=lifespan,
+                  description="Hierarchical tool routing on a local model, with an "
+                              "OpenAI-compatible API.",
+                  responses=error_responses(500))
+    install_error_handlers(app)
+    document_error_responses(app)
+    auth = [Depends(ApiKeyAuth(settings.api_key))] if settings.api_key is not None else []
+    auth_errors = error_responses(401) if auth else {}
+    app.include_router(api_openai.router, dependencies=auth, responses=auth_errors)
+    if routing is not None:
+        app.include_router(routing.router, dependencies=auth, responses=auth_errors)
+    if settings.protect_metrics:
+        app.include_router(metrics_module.router, dependencies=auth, responses=auth_errors)
+    else:
+        app.include_router(metrics_module.router)
+
+    @app.get("/healthz", tags=["operations"], summary="The process is up")
+    async def healthz() -> Health:
+        return Health(status="ok")
+
+    @app.get("/readyz", tags=["operations"], summary="Model loaded and catalogs compiled",
+             responses={503: {"model": Readiness, "description": "Not ready yet (or stopping)"}})
+    async def readyz(request: Request) -> Any:
+        state: AppState | None = getattr(request.app.state, "stackroute", None)
+        checks = {"engine": state is not None,
+                  "catalogs": state is not None and state.is_ready}
+        is_ready = all(checks.values())
+        body = Readiness(status="ready" if is_ready else "not_ready", checks=checks)
+        return body if is_ready else JSONResponse(body.model_dump(), status_code=503)
+
+    def on_finish(scope: Scope, status: int, latency_s: float) -> None:
+        metrics.observe_request(method=scope["method"], route=route_template(scope),
+                                status=status, latency_s=latency_s)
+
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContextMiddleware, on_finish=on_finish)  # outermost
+    return app
+
+
+def build_engine(settings: ServerSettings) -> Engine:
+    options: dict[str, Any] = {"model": settings.model}
+    if settings.base_url is not None:
+        options["base_url"] = settings.base_url
+    return ENGINES.create(settings.engine, **options)
+
+
+def _routing_module() -> ModuleType | None:
+    try:
+        return importlib.import_module(ROUTING_MODULE)
+    except ImportError as error:
+        if error.name != ROUTING_MODULE:
+            raise  # the module exists but something it needs does not: a real error
+        log.warning("%s is not installed: serving without the routing API", ROUTING_MODULE)
+        return None
+
+
+async def _maybe_await(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("stackroute")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"

@@ -1,0 +1,194 @@
+"""The service's loaded catalogs: validated, compiled for the engine, persisted in the store.
+
+A catalog's id is a slug of its root name plus a short hash of its content (the parsed
+document, so the same catalog in JSON or YAML, or with other whitespace, gets the same id):
+uploading the same catalog twice is harmless and returns the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from stackroute.runtime.catalog import DEFAULT_LIMITS, LoadLimits, build_tree
+from stackroute.runtime.errors import CatalogError, InputError, Problem, StateError
+from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.engines.base import Engine, PrepareStats
+from stackroute.server.store import CatalogRecord, SessionStore
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("json", "yaml")
+MAX_SLUG_CHARS = 40
+HASH_CHARS = 12
+# The canonical form is hashed as it is encoded, and encoding stops past this size: a YAML
+# document of nested aliases is small as text but exponentially large as JSON.
+MAX_CANONICAL_BYTES = 256 << 20
+
+
+class UnknownCatalogError(InputError):
+    code = "unknown_catalog"
+    http_status = 404
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    tree: CapabilityTree
+    source: str
+    format: str
+    created_unix: float
+    compile: PrepareStats
+
+    @property
+    def name(self) -> str:
+        return self.tree.name
+
+
+class CatalogRegistry:
+    """Catalogs by id. `add_text` validates and compiles before anything is stored, so a
+    catalog that is listed is one every request can use at once."""
+
+    def __init__(self, store: SessionStore, engine: Engine, *,
+                 limits: LoadLimits = DEFAULT_LIMITS) -> None:
+        self.store = store
+        self.engine = engine
+        self.limits = limits
+        self._entries: dict[str, CatalogEntry] = {}
+        self._lock = threading.Lock()
+
+    def add_text(self, text: str, *, fmt: str = "json") -> tuple[CatalogEntry, bool]:
+        """Validate, compile and persist a catalog; return it and whether it is new.
+
+        Raises `CatalogError` (with every problem by node path) for an invalid catalog.
+        """
+        if fmt not in FORMATS:
+            raise InputError(f"unknown catalog format {fmt!r}; expected one of {list(FORMATS)}")
+        data = _parse(text, fmt)
+        tree = build_tree(data, limits=self.limits)
+        catalog_id = f"{_slug(tree.name)}-{_content_hash(data)}"
+        with self._lock:
+            existing = self._entries.get(catalog_id)
+        if existing is not None:
+            return existing, False
+        entry = self._compile(catalog_id, tree, text, fmt, time.time())
+        is_new = self.store.put_catalog(CatalogRecord(
+            id=catalog_id, name=tree.name, source=text, format=fmt,
+            created_unix=entry.created_unix))
+        with self._lock:
+            entry = self._entries.setdefault(catalog_id, entry)
+        log.info("catalog %s loaded: %d nodes compiled in %.0f ms", catalog_id,
+                 entry.compile.num_menus + entry.compile.num_schemas, entry.compile.compile_ms)
+        return entry, is_new
+
+    def add_file(self, path: str | Path) -> CatalogEntry:
+        """Load a catalog file (YAML by its suffix, JSON otherwise)."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CatalogError([Problem("", f"cannot read catalog file {str(p)!r}: {e}")]) from e
+        fmt = "yaml" if p.suffix.lower() in {".yaml", ".yml"} else "json"
+        try:
+            return self.add_text(text, fmt=fmt)[0]
+        except CatalogError as e:
+            raise CatalogError([Problem(pr.path, f"{p}: {pr.message}")
+                                for pr in e.problems]) from e
+
+    def load_persisted(self) -> list[str]:
+        """Load every catalog the store holds (at start-up); return the ids that failed.
+
+        A stored catalog that no longer loads (validation rules changed) is logged and
+        skipped, so one bad record does not keep the service from starting.
+        """
+        failed = []
+        for record in self.store.catalogs():
+            try:
+                tree = build_tree(_parse(record.source, record.format), limits=self.limits)
+                entry = self._compile(record.id, tree, record.source, record.format,
+                                      record.created_unix)
+            except CatalogError as e:
+                log.warning("stored catalog %s no longer loads: %s", record.id, e)
+                failed.append(record.id)
+                continue
+            with self._lock:
+                self._entries[record.id] = entry
+        return failed
+
+    def entries(self) -> list[CatalogEntry]:
+        with self._lock:
+            return sorted(self._entries.values(), key=lambda e: (e.created_unix, e.id))
+
+    def get(self, catalog_id: str) -> CatalogEntry:
+        with self._lock:
+            entry = self._entries.get(catalog_id)
+            known = sorted(self._entries)
+        if entry is None:
+            shown = ", ".join(known[:20]) + (" …" if len(known) > 20 else "")
+            raise UnknownCatalogError(f"no catalog {catalog_id!r}; loaded: {shown or 'none'}")
+        return entry
+
+    def delete(self, catalog_id: str) -> None:
+        """Forget a catalog. Refused while a running or paused session uses it."""
+        self.get(catalog_id)
+        num_active = self.store.count_active_sessions(catalog_id)
+        if num_active:
+            raise StateError(f"catalog {catalog_id!r} is used by {num_active} running or "
+                             "paused session(s); cancel them first")
+        with self._lock:
+            self._entries.pop(catalog_id, None)
+        self.store.delete_catalog(catalog_id)
+
+    def _compile(self, catalog_id: str, tree: CapabilityTree, text: str, fmt: str,
+                 created_unix: float) -> CatalogEntry:
+        try:
+            stats = self.engine.prepare(tree)
+        except InputError:
+            raise
+        except Exception as e:  # a schema the grammar compiler cannot take is the user's
+            log.exception("compiling the constraints of catalog %s failed", catalog_id)
+            raise CatalogError([Problem("", f"constraints failed to compile: "
+                                            f"{type(e).__name__}: {e}")]) from e
+        return CatalogEntry(id=catalog_id, tree=tree, source=text, format=fmt,
+                            created_unix=created_unix, compile=stats)
+
+
+def _parse(text: str, fmt: str) -> Any:
+    try:
+        return yaml.safe_load(text) if fmt == "yaml" else json.loads(text)
+    except RecursionError as e:
+        raise CatalogError([Problem("", "document nested too deeply to parse")]) from e
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise CatalogError([Problem("", f"not valid {fmt.upper()}: {e}")]) from e
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG_CHARS].strip("-")
+    return slug or "catalog"
+
+
+def _content_hash(data: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256()
+    num_bytes = 0
+    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                               default=str)
+    try:
+        for chunk in encoder.iterencode(data):
+            raw = chunk.encode()
+            num_bytes += len(raw)
+            if num_bytes > MAX_CANONICAL_BYTES:
+                raise CatalogError([Problem("", f"catalog expands to more than "
+                                                f"{MAX_CANONICAL_BYTES >> 20} MiB as JSON")])
+            digest.update(raw)
+    except (TypeError, ValueError, RecursionError) as e:  # mixed-type or circular YAML keys
+        raise CatalogError([Problem("", f"catalog cannot be written as JSON: {e}")]) from e
+    return digest.hexdigest()[:HASH_CHARS]

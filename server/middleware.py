@@ -1,0 +1,148 @@
+"""ASGI middleware: request ids with one structured log line per request, and the body limit.
+
+Both are plain ASGI (not Starlette's BaseHTTPMiddleware), so streamed responses pass through
+untouched and nothing is buffered but a request body, which is capped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from stackroute.server.errors import error_response, internal_error_response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("stackroute.server.access")
+
+REQUEST_ID_HEADER = "x-request-id"
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's id we can log safely
+
+
+class RequestContextMiddleware:
+    """Give each request an id (the caller's `X-Request-ID` when it is safe to log, else a
+    fresh one), echo it in the response, log one JSON line when the request ends, and turn an
+    unhandled exception into a 500 that shows the id, with the traceback only in the log."""
+
+    def __init__(self, app: ASGIApp, *,
+                 on_finish: Callable[[Scope, int, float], None] | None = None) -> None:
+        self.app = app
+        self.on_finish = on_finish
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _request_id(scope)
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status = 500
+        is_started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, is_started
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                is_started = True
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            log.exception("unhandled error", extra={"request_id": request_id})
+            if not is_started:
+                await internal_error_response(request_id)(scope, receive, send_with_id)
+        finally:
+            latency_s = time.perf_counter() - started
+            log.info("request", extra={
+                "request_id": request_id, "method": scope["method"], "path": scope["path"],
+                "status": status, "latency_ms": round(latency_s * 1e3, 3)})
+            if self.on_finish is not None:
+                self.on_finish(scope, status, latency_s)
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over `max_body_bytes` with 413, before any handler runs.
+
+    A declared Content-Length is checked at once; a chunked body is read up to the limit and
+    then replayed to the app, so at most `max_body_bytes` of it is ever held."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in {"GET", "HEAD", "OPTIONS"}:
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await self._refuse(scope, receive, send, declared)
+            return
+        chunks: list[bytes] = []
+        num_bytes = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            num_bytes += len(chunk)
+            if num_bytes > self.max_body_bytes:
+                await self._refuse(scope, receive, send, None)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        is_replayed = False
+
+        async def replay() -> Message:
+            nonlocal is_replayed
+            if not is_replayed:
+                is_replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for a disconnect, as servers do
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send,
+                      declared: int | None) -> None:
+        size = f"{declared} bytes" if declared is not None else "more than that"
+        response = error_response(
+            413, code="request_too_large", request_id=scope.get("state", {}).get("request_id"),
+            message=f"request body is too large: the limit is {self.max_body_bytes} bytes; "
+                    f"got {size}", headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+def _request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", []):
+        if name == REQUEST_ID_HEADER.encode():
+            text = bytes(value).decode("latin-1")
+            if _CLIENT_ID.match(text):
+                return text
+            break
+    return uuid.uuid4().hex
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's path template (`/v1/sessions/{id}`), for low-cardinality labels."""
+    route: Any = scope.get("route")
+    path = getattr(route, "path", None)
+    return str(path) if path else "<unmatched>"

@@ -1,0 +1,161 @@
+"""Request and response bodies of the routing API (`server/api_routing.py`): what the OpenAPI
+schema shows, so every field has its type, bounds and a description where the name is not
+enough."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from stackroute.runtime.governance import RunStatus
+
+
+class UsageModel(BaseModel):
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    forward_passes: int = 0
+    speculated_levels: int = 0
+    accepted_levels: int = 0
+    latency_ms: float = 0.0
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class RouteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    catalog: str = Field(description="catalog id")
+    node: str = Field("", description="router path to decide at ('' is the root)")
+    query: str | None = Field(None, min_length=1, description="the request")
+    messages: list[ChatMessage] | None = Field(
+        None, min_length=1, description="the conversation instead of `query`: its user "
+                                        "messages, joined by newlines, are the request")
+    state: dict[str, Any] | None = Field(
+        None, description="a serialised run state (from a session or a previous call) to "
+                          "make the next routing call from, instead of node and query")
+    flat: bool = Field(False, description="the flat baseline: every leaf in one menu")
+    include_state: bool = Field(False, description="return the run state after the call "
+                                                   "(always returned when `state` is given)")
+
+
+class RouteResponse(BaseModel):
+    decision: str = Field(description="the chosen menu option: a child name, DONE or BACK")
+    node: str = Field(description="the router the decision was made at")
+    menu: list[str]
+    probabilities: dict[str, float]
+    is_leaf: bool = Field(description="the decision is a leaf (it carries arguments)")
+    arguments: dict[str, Any] | None = Field(None, description="a leaf's arguments")
+    misstep: str | None = Field(None, description="why the answer was rejected, if it was")
+    usage: UsageModel
+    state: dict[str, Any] | None = None
+
+
+class LimitsModel(BaseModel):
+    """Per-session limits (runtime `Limits`); omitted fields keep their defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_steps: int | None = Field(None, ge=1, description="routing calls in the whole run")
+    max_iterations: int | None = Field(None, ge=1, description="routing calls in one frame")
+    max_depth: int | None = Field(None, ge=1, description="frames on the stack")
+    max_branch_switches: int | None = Field(None, ge=1)
+    exclude_tried: bool | None = None
+    max_result_chars: int | None = Field(None, ge=1)
+
+
+class CreateSessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    catalog: str = Field(description="catalog id")
+    task: str = Field(min_length=1)
+    limits: LimitsModel | None = None
+    flat: bool = False
+    auto_approve: bool = Field(False, description="approve every confirmation gate")
+
+
+class GateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    digest: str = Field(description="the pending call's digest, as shown by GET session")
+
+
+class PendingCallModel(BaseModel):
+    path: str
+    arguments: dict[str, Any]
+    call_id: str = Field(description="idempotency key of the leaf call")
+    digest: str = Field(description="binds an approval to exactly this call")
+    is_gated: bool = Field(description="waits for approve or reject")
+
+
+class FrameModel(BaseModel):
+    frame_id: int
+    node_path: str
+    parent_id: int | None
+    num_iterations: int
+    history: list[str]
+    tried: list[str]
+    accumulator: list[dict[str, Any]]
+
+
+class SessionSummary(BaseModel):
+    id: str
+    catalog: str
+    status: RunStatus
+    task: str
+    flat: bool
+    auto_approve: bool
+    created_unix: float
+    updated_unix: float
+
+
+class SessionView(SessionSummary):
+    num_steps: int
+    num_format_failures: int
+    pending: PendingCallModel | None
+    stack: list[FrameModel]
+    calls: list[dict[str, Any]]
+    result: list[dict[str, Any]] | None
+    error: str | None
+    usage: UsageModel
+    trace: list[dict[str, Any]]
+    state: dict[str, Any] | None = Field(None, description="the whole run state, when asked")
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionSummary]
+
+
+class CompileStats(BaseModel):
+    num_menus: int
+    num_schemas: int
+    compile_ms: float
+
+
+class TreeStatsModel(BaseModel):
+    num_leaves: int
+    num_routers: int
+    depth: int
+    max_menu: int
+    largest_menu_path: str
+    branching_by_level: list[dict[str, float]]
+
+
+class CatalogInfo(BaseModel):
+    id: str
+    name: str
+    description: str
+    format: Literal["json", "yaml"]
+    created_unix: float
+    stats: TreeStatsModel
+    compile: CompileStats
+
+
+class CatalogCreated(CatalogInfo):
+    is_new: bool = Field(description="false when the same catalog was already loaded")
+
+
+class CatalogList(BaseModel):
+    catalogs: list[CatalogInfo]

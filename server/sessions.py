@@ -1,0 +1,466 @@
+"""Sessions: whole tasks run by the stack machine in background workers, persisted at every
+transition so a restarted service resumes them.
+
+A worker's loop is one transition at a time: `machine.step(state)` → `store.save_step(state,
+new events)` → notify watchers. A process killed at any point resumes from the last saved
+transition; the routing call in flight is simply made again, and a leaf call is never run
+twice: `StoreExecutor` records each call by its idempotency key before handing back the
+result, and hands back the recorded result when it meets the key again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from stackroute.runtime.errors import InputError, StateError
+from stackroute.runtime.governance import Limits, RunStatus
+from stackroute.runtime.handlers import Executor, HandlerTable, LeafOutcome, LocalExecutor
+from stackroute.runtime.machine import StackMachine
+from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.state import RunState, arguments_digest
+from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.runtime.usage import Usage
+from stackroute.server.catalog_registry import CatalogRegistry, UnknownCatalogError
+from stackroute.server.engine_queue import QueueFullError
+from stackroute.server.engines.base import Engine
+from stackroute.server.routing import build_machine
+from stackroute.server.store import SessionRecord, SessionRow, SessionStore, strict_json
+
+log = logging.getLogger(__name__)
+
+MachineFactory = Callable[..., StackMachine]  # (tree, *, is_flat, limits, executor)
+RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
+
+
+class UnknownSessionError(InputError):
+    code = "unknown_session"
+    http_status = 404
+
+
+class SessionsBusyError(QueueFullError):
+    """Too many sessions are running; try again later (HTTP 429 with Retry-After)."""
+
+    code = "too_many_sessions"
+
+    def __init__(self, *, num_active: int, max_active: int) -> None:
+        super().__init__(num_waiting=num_active, retry_after_s=1)
+        self.args = (f"{num_active} sessions are running, the limit is {max_active}; "
+                     "retry later",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionOptions:
+    max_session_steps: int | None = None  # cap on Limits.max_steps (routing calls per run)
+    leaf_timeout_s: float = 30.0
+    allowed_handler_modules: tuple[str, ...] = ()
+    max_workers: int = 4  # sessions stepped at the same time
+    max_active: int = 64  # running sessions queued or stepping; more is a 429
+    poll_s: float = 1.0  # a watcher re-reads the store at least this often
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """The last item of a session's event stream: it is no longer running."""
+
+    status: RunStatus
+
+
+StreamItem = dict[str, Any] | StreamEnd  # a transition (a trace event as a dict), or the end
+
+
+class StoreExecutor:
+    """An executor that runs each leaf call at most once, by its call id, across crashes.
+
+    The call is recorded as begun (committed) before the handler runs and its outcome
+    (committed) before it is returned. Meeting a recorded call id again returns the recorded
+    outcome; a call begun but never finished (the process died inside the handler) is not run
+    again either: it reports an error, because the handler may already have acted.
+    """
+
+    def __init__(self, store: SessionStore, inner: Executor) -> None:
+        self.store = store
+        self.inner = inner
+
+    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        digest = arguments_digest(leaf.path_str, dict(arguments))
+        recorded = self.store.leaf_execution(call_id)
+        if recorded is not None:
+            if recorded.digest != digest:
+                return LeafOutcome(error=f"call id {call_id} was recorded for another call "
+                                         f"({recorded.path}); not run", is_replayed=True)
+            if not recorded.is_finished:
+                return LeafOutcome(error="interrupted: the service stopped while this call "
+                                         "ran, so it may have taken effect; not run again",
+                                   is_replayed=True)
+            return LeafOutcome(result=recorded.result, error=recorded.error, is_replayed=True)
+        self.store.begin_leaf(call_id, path=leaf.path_str, digest=digest)
+        outcome = self.inner.execute(leaf, arguments, call_id)
+        result, error = outcome.result, outcome.error
+        try:  # what is recorded is what a replay returns: the result as JSON reads it back
+            result = json.loads(strict_json(result))
+        except (TypeError, ValueError, RecursionError) as e:
+            result, error = None, error or f"result is not JSON-serialisable: {e}"
+        self.store.finish_leaf(call_id, result=result, error=error)
+        return LeafOutcome(result=result, error=error)
+
+
+@dataclass(eq=False)
+class _Live:
+    """A session in memory: its state, its machine, and the lock that orders its transitions."""
+
+    row: SessionRow
+    state: RunState
+    machine: StackMachine
+    num_saved: int  # trace events already in the store
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    loop: asyncio.AbstractEventLoop
+    event: asyncio.Event
+
+
+class SessionService:
+    def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
+                 options: SessionOptions | None = None, handlers: HandlerTable | None = None,
+                 machine_factory: MachineFactory | None = None,
+                 on_routing_call: RoutingObserver | None = None) -> None:
+        self.store = store
+        self.on_routing_call = on_routing_call
+        self.catalogs = catalogs
+        self.options = options or SessionOptions()
+        handlers = handlers or HandlerTable(
+            allowed_modules=self.options.allowed_handler_modules)
+        self.executor = StoreExecutor(store, LocalExecutor(
+            handlers, timeout_s=self.options.leaf_timeout_s))
+        self.machine_factory = machine_factory or functools.partial(build_machine,
+                                                                    engine=engine)
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.options.max_workers, thread_name_prefix="session")
+        self._lock = threading.Lock()  # guards the dicts below; taken after a session's lock
+        self._live: dict[str, _Live] = {}
+        self._active: set[str] = set()  # sessions with a worker job queued or running
+        self._waiters: dict[str, set[_Waiter]] = {}
+        self._is_closing = False
+
+    # -- requests ----------------------------------------------------------------------------
+    def create(self, catalog_id: str, task: str, *, limits: Mapping[str, Any] | None = None,
+               is_flat: bool = False, is_auto_approve: bool = False) -> SessionRecord:
+        """Start a session and its background worker; return its first saved state."""
+        if not task.strip():
+            raise InputError("task must not be empty")
+        entry = self.catalogs.get(catalog_id)
+        run_limits = self._limits(limits)
+        with self._lock:
+            if len(self._active) >= self.options.max_active:
+                raise SessionsBusyError(num_active=len(self._active),
+                                        max_active=self.options.max_active)
+        session_id = uuid.uuid4().hex
+        machine = self._machine(entry.tree, is_flat=is_flat, limits=run_limits)
+        state = machine.start(task, run_id=session_id, is_flat=is_flat)
+        self.store.create_session(session_id, catalog_id=catalog_id, state=state,
+                                  is_flat=is_flat, is_auto_approve=is_auto_approve)
+        row = self.store.session_row(session_id)
+        if row is None:
+            raise RuntimeError(f"session {session_id} vanished right after it was created")
+        with self._lock:
+            self._live[session_id] = _Live(row=row, state=state, machine=machine,
+                                           num_saved=len(state.trace))
+        self._schedule(session_id)
+        return self.get(session_id)
+
+    def get(self, session_id: str) -> SessionRecord:
+        """The session as last saved: state, stack, pending call and trace."""
+        record = self.store.load_session(session_id)
+        if record is None:
+            raise UnknownSessionError(f"no session {session_id!r}")
+        return record
+
+    def list_sessions(self, *, status: RunStatus | None = None,
+                      catalog_id: str | None = None, limit: int = 100,
+                      offset: int = 0) -> list[SessionRow]:
+        return self.store.list_sessions(status=status, catalog_id=catalog_id, limit=limit,
+                                        offset=offset)
+
+    def count_by_status(self) -> dict[str, int]:
+        """Sessions in the store by status (for the metrics)."""
+        return self.store.count_by_status()
+
+    def trace_jsonl(self, session_id: str) -> str:
+        self._row(session_id)
+        return "".join(json.dumps(e, ensure_ascii=False) + "\n"
+                       for e in self.store.transitions(session_id))
+
+    def approve(self, session_id: str, digest: str) -> SessionRecord:
+        """Let the call waiting at the gate run; `digest` must be the pending call's."""
+        return self._gate(session_id, digest, is_approved=True)
+
+    def reject(self, session_id: str, digest: str) -> SessionRecord:
+        return self._gate(session_id, digest, is_approved=False)
+
+    def cancel(self, session_id: str) -> SessionRecord:
+        live = self._live_session(session_id)
+        with live.lock:
+            live.machine.cancel(live.state)
+            self._persist(live)
+            self._forget(session_id)
+        self._notify(session_id)
+        return self.get(session_id)
+
+    def events(self, session_id: str, *, after_seq: int = -1,
+               ) -> AsyncGenerator[StreamItem, None]:
+        """The session's transitions with `seq > after_seq` as they are saved, then a
+        `StreamEnd` once it is no longer running (done, paused, cancelled, …)."""
+        self._row(session_id)
+        return self._watch(session_id, after_seq)
+
+    # -- start-up and shutdown ---------------------------------------------------------------
+    def resume_interrupted(self) -> list[str]:
+        """Resume every session a stopped process left running; paused ones stay paused
+        (they are loaded when approved or rejected). Return the resumed ids."""
+        resumed = []
+        for row in self.store.list_sessions(status=RunStatus.RUNNING, limit=-1):
+            try:
+                live = self._live_session(row.id)
+            except StateError as e:
+                self._fail_stored(row.id, str(e))
+                continue
+            log.info("resuming session %s at transition %d", row.id, live.num_saved)
+            self._schedule(row.id)
+            resumed.append(row.id)
+        return resumed
+
+    def close(self) -> None:
+        """Stop the workers after their current transition; running sessions stay running in
+        the store and resume at the next start."""
+        with self._lock:
+            self._is_closing = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- workers -----------------------------------------------------------------------------
+    def _schedule(self, session_id: str) -> None:
+        with self._lock:
+            if self._is_closing or session_id in self._active:
+                return
+            self._active.add(session_id)
+        self._pool.submit(self._drive, session_id)
+
+    def _drive(self, session_id: str) -> None:
+        """Step a session until it stops running, saving after every transition."""
+        try:
+            while self._advance(session_id):
+                self._notify(session_id)
+        except Exception:
+            log.exception("worker of session %s stopped", session_id)
+            with self._lock:
+                self._active.discard(session_id)
+                self._live.pop(session_id, None)  # reloaded from the store on next use
+        self._notify(session_id)
+
+    def _advance(self, session_id: str) -> bool:
+        """One transition (or an automatic approval); False when there is nothing to do."""
+        with self._lock:
+            live = self._live.get(session_id)
+        if live is None:
+            with self._lock:
+                self._active.discard(session_id)
+            return False
+        with live.lock:
+            state = live.state
+            if self._is_closing:
+                is_working = False
+            elif self._auto_approve(live):
+                is_working = True
+            elif state.status is RunStatus.RUNNING:
+                self._step(live)
+                # Approved in the same save as the pause: such a session is never seen paused.
+                self._auto_approve(live)
+                is_working = True
+            else:
+                is_working = False
+            if not is_working:  # leave under both locks, so an approval schedules us again
+                with self._lock:
+                    self._active.discard(session_id)
+                    if state.status.is_final:
+                        self._live.pop(session_id, None)
+                return False
+            self._persist(live)
+        return True
+
+    def _auto_approve(self, live: _Live) -> bool:
+        state, pending = live.state, live.state.pending
+        if (state.status is RunStatus.PAUSED and live.row.is_auto_approve
+                and pending is not None and pending.is_gated):
+            live.machine.approve(state, pending.digest)
+            return True
+        return False
+
+    def _step(self, live: _Live) -> None:
+        state = live.state
+        num_events = len(state.trace)
+        try:
+            live.machine.step(state)
+        except Exception as e:  # an engine failure or our bug: the session ends, recorded
+            log.exception("session %s failed at step %d", state.run_id, state.num_steps)
+            _fail(state, f"{type(e).__name__}: {e}")
+        if self.on_routing_call is not None:
+            for event in state.trace[num_events:]:
+                if event.kind is EventKind.ROUTE:
+                    self.on_routing_call(routing_outcome(live.machine.tree, event),
+                                         Usage.from_dict(dict(event.usage or {})))
+
+    def _persist(self, live: _Live) -> None:
+        state = live.state
+        events = state.trace[live.num_saved:]
+        try:
+            self.store.save_step(state.run_id, state, events)
+        except Exception:
+            # Keep memory equal to the store: drop what was not saved and stop here.
+            record = self.store.load_session(state.run_id)
+            if record is not None:
+                live.state = record.state
+                live.num_saved = len(record.state.trace)
+            raise
+        live.num_saved = len(state.trace)
+
+    def _gate(self, session_id: str, digest: str, *, is_approved: bool) -> SessionRecord:
+        live = self._live_session(session_id)
+        with live.lock:
+            if is_approved:
+                live.machine.approve(live.state, digest)
+            else:
+                live.machine.reject(live.state, digest)
+            self._persist(live)
+        self._notify(session_id)
+        self._schedule(session_id)
+        return self.get(session_id)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _row(self, session_id: str) -> SessionRow:
+        row = self.store.session_row(session_id)
+        if row is None:
+            raise UnknownSessionError(f"no session {session_id!r}")
+        return row
+
+    def _live_session(self, session_id: str) -> _Live:
+        with self._lock:
+            live = self._live.get(session_id)
+        if live is not None:
+            return live
+        record = self.get(session_id)
+        if record.row.status.is_final:
+            raise StateError(f"session {session_id} is {record.row.status.value}")
+        try:
+            entry = self.catalogs.get(record.row.catalog_id)
+        except UnknownCatalogError as e:
+            raise StateError(f"session {session_id} needs catalog {record.row.catalog_id!r}, "
+                             "which is not loaded") from e
+        machine = self._machine(entry.tree, is_flat=record.row.is_flat,
+                                limits=record.state.limits)
+        live = _Live(row=record.row, state=record.state, machine=machine,
+                     num_saved=len(record.state.trace))
+        with self._lock:
+            return self._live.setdefault(session_id, live)
+
+    def _forget(self, session_id: str) -> None:
+        with self._lock:
+            self._live.pop(session_id, None)
+
+    def _fail_stored(self, session_id: str, message: str) -> None:
+        record = self.store.load_session(session_id)
+        if record is None:
+            return
+        log.warning("session %s cannot resume: %s", session_id, message)
+        num_saved = len(record.state.trace)
+        _fail(record.state, message)
+        self.store.save_step(session_id, record.state, record.state.trace[num_saved:])
+
+    def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits) -> StackMachine:
+        return self.machine_factory(tree, is_flat=is_flat, limits=limits,
+                                    executor=self.executor)
+
+    def _limits(self, given: Mapping[str, Any] | None) -> Limits:
+        limits = Limits.from_dict(dict(given or {}))
+        cap = self.options.max_session_steps
+        if cap is None:
+            return limits
+        if given and "max_steps" in given and limits.max_steps > cap:
+            raise InputError(f"limit max_steps {limits.max_steps} is above this server's "
+                             f"max_session_steps {cap}")
+        return replace(limits, max_steps=min(limits.max_steps, cap))
+
+    def _notify(self, session_id: str) -> None:
+        with self._lock:
+            waiters = list(self._waiters.get(session_id, ()))
+        for waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # the watcher's event loop has closed
+                waiter.loop.call_soon_threadsafe(waiter.event.set)
+
+    async def _watch(self, session_id: str, after_seq: int) -> AsyncGenerator[StreamItem, None]:
+        waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._waiters.setdefault(session_id, set()).add(waiter)
+        try:
+            last_seq = after_seq
+            while True:
+                waiter.event.clear()
+                # Status first, then events: everything saved before a final status is read.
+                row = await asyncio.to_thread(self._row, session_id)
+                events = await asyncio.to_thread(self.store.transitions, session_id,
+                                                 after_seq=last_seq)
+                for event in events:
+                    yield event
+                    last_seq = event["seq"]
+                if row.status is not RunStatus.RUNNING:
+                    yield StreamEnd(row.status)
+                    return
+                # Woken by a saved transition, or the poll interval as a safety net.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.event.wait(), self.options.poll_s)
+        finally:
+            with self._lock:
+                waiters = self._waiters.get(session_id)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._waiters[session_id]
+
+
+def routing_outcome(tree: CapabilityTree, event: TraceEvent) -> str:
+    """What a routing call's decision did: "router", "leaf", "done", "back" or "misstep"."""
+    if event.decision == CompletionState.DONE:
+        return "done"
+    if event.decision == CompletionState.BACK:
+        return "back"
+    node = tree.get(event.path)
+    child = None if node is None else node.child(event.decision or "")
+    if child is None:
+        return "misstep"
+    return "leaf" if child.is_leaf else "router"
+
+
+def _fail(state: RunState, message: str) -> None:
+    """End a run with an error, recorded as its last trace event."""
+    state.status = RunStatus.ERROR
+    state.error = message
+    state.pending = None
+    top = state.stack[-1] if state.stack else None
+    state.trace.append(TraceEvent(
+        seq=len(state.trace), kind=EventKind.FINISH,
+        frame_id=None if top is None else top.frame_id,
+        parent_id=None if top is None else top.parent_id,
+        path="" if top is None else top.node_path, depth=max(len(state.stack) - 1, 0),
+        error=message, detail={"status": RunStatus.ERROR.value}, time_unix=time.time()))

@@ -1,0 +1,199 @@
+"""Server settings: the process edge, where flags, environment and a config file meet.
+
+Precedence, highest first: values passed in (the `serve` command's flags), `STACKROUTE_*`
+environment variables, the config file (`--config` / `STACKROUTE_CONFIG`, YAML or JSON), the
+defaults below. Unknown keys in the file or in the flags are an error; list values in the
+environment are JSON (`STACKROUTE_CATALOGS='["a.yaml", "b.yaml"]'`); relative paths in a config
+file are relative to that file. Settings are frozen:
+nothing changes them after start-up.
+
+>>> ServerSettings(port=9000).host
+'127.0.0.1'
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "STACKROUTE_"
+CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
+LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class SettingsError(ValueError):
+    """Settings that cannot start a server; the message lists every problem."""
+
+
+class ServerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True,
+                                      validate_default=True)
+
+    config: Path | None = Field(None, description="YAML or JSON file with these settings")
+    engine: str = Field("transformers", description="engine name: transformers | vllm | remote")
+    model: str | None = Field(None, description="model folder or GGUF file; none: embedded")
+    base_url: str | None = Field(None, description="base URL of a remote engine")
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535, description="0 picks a free port")
+    catalogs: list[Path] = Field(default_factory=list, description="catalog files to load")
+    db: Path = Field(Path("./stackroute.db"), description="SQLite file for sessions/catalogs")
+    api_key: SecretStr | None = Field(None, description="bearer token clients must send")
+    allow_public_bind: bool = Field(
+        False, description="allow a non-loopback host without an API key")
+    protect_metrics: bool = Field(False, description="require the API key on /metrics too")
+    max_body_bytes: int = Field(8 << 20, ge=1024, description="largest request body, bytes")
+    max_prompt_tokens: int = Field(8192, ge=1)
+    max_menu_options: int = Field(512, ge=1, description="options in one menu or choice list")
+    max_session_steps: int = Field(200, ge=1)
+    max_queue: int = Field(64, ge=0, description="requests waiting for the engine")
+    max_concurrency: int = Field(
+        4, ge=1, description="requests handed to the engine at once (it batches or serialises)")
+    default_max_tokens: int = Field(256, ge=1, description="chat max_tokens when none is sent")
+    max_output_tokens: int = Field(4096, ge=1, description="largest max_tokens a request may ask")
+    leaf_timeout_s: float = Field(30.0, gt=0)
+    allowed_handler_modules: list[str] = Field(default_factory=list)
+    log_level: LogLevel = LogLevel.INFO
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        from stackroute.server.engines.base import ENGINES
+
+        if value not in ENGINES.factories:
+            raise ValueError(f"unknown engine {value!r}; known engines: "
+                             f"{', '.join(sorted(ENGINES.factories))}")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_level(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _safe_bind(self) -> ServerSettings:
+        if self.api_key is not None and not self.api_key.get_secret_value():
+            raise ValueError("api_key is empty; leave it unset to turn authentication off")
+        if not is_loopback(self.host) and self.api_key is None and not self.allow_public_bind:
+            raise ValueError(
+                f"refusing to bind to {self.host!r} without an API key: set --api-key (or "
+                f"{ENV_PREFIX}API_KEY), or set allow_public_bind ({ENV_PREFIX}ALLOW_PUBLIC_BIND"
+                "=true) to serve without authentication")
+        if self.engine == "remote" and not self.base_url:
+            raise ValueError("engine 'remote' needs base_url")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # No .env file and no secrets folder: a file the operator did not name is not read.
+        return init_settings, env_settings, ConfigFileSource(settings_cls, init_settings)
+
+    @classmethod
+    def load(cls, **flags: Any) -> ServerSettings:
+        """Settings from flags (None means "not given"), environment and config file; raises
+        SettingsError with one line per problem."""
+        given = {k: v for k, v in flags.items() if v is not None and v != []}
+        try:
+            return cls(**given)
+        except ValidationError as error:
+            raise SettingsError(describe_errors(error)) from None
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """The settings file named by the `config` flag or `STACKROUTE_CONFIG`."""
+
+    def __init__(self, settings_cls: type[BaseSettings],
+                 init_settings: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        given = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
+        path = given.get("config") or os.environ.get(CONFIG_ENV)
+        self.path = Path(path) if path else None
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ returns the whole file
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        data = read_config_file(self.path)
+        if "config" in data:
+            raise SettingsError(f"{self.path}: a config file cannot name another config file")
+        return _resolve_paths(data, self.path.parent)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A mapping of settings from a `.json`, `.yaml` or `.yml` file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as error:
+        raise SettingsError(f"config file {path} is not valid: {error}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"config file {path} must hold a mapping of settings; got "
+                            f"{type(data).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Relative `catalogs` and `db` paths in a config file are relative to the file."""
+    def resolve(value: Any) -> Any:
+        return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() \
+            else value
+
+    out = dict(data)
+    if isinstance(out.get("catalogs"), list):
+        out["catalogs"] = [resolve(v) for v in out["catalogs"]]
+    if "db" in out:
+        out["db"] = resolve(out["db"])
+    return out
+
+
+def is_loopback(host: str) -> bool:
+    """True for loopback addresses and names (`127.0.0.1`, `::1`, `localhost`)."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def describe_errors(error: ValidationError) -> str:
+    """One line per problem: `setting: message`."""
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown setting"
+        lines.append(f"{where}: {message}")
+    return "invalid settings:\n  " + "\n  ".join(lines)

@@ -1,0 +1,324 @@
+"""SQLite persistence for the service: catalogs, sessions, their transitions, leaf executions.
+
+A session's state is written at every transition together with the transition's trace events,
+in one transaction, so the database always holds a state and exactly the trace that led to it.
+The state is stored without its trace (the `transitions` table holds it, one row per event)
+so a step writes its new events once instead of rewriting the whole trace every time.
+
+One connection guarded by a lock: SQLite serialises writers anyway, every statement here is
+short (well under a millisecond, plus the fsync of a commit), and a lock keeps transactions
+from different threads from interleaving on the shared connection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stackroute.runtime.governance import RunStatus
+from stackroute.runtime.state import RunState
+from stackroute.runtime.trace import TraceEvent
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS catalogs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    source TEXT NOT NULL,
+    format TEXT NOT NULL,
+    created_unix REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    catalog_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    task TEXT NOT NULL,
+    is_flat INTEGER NOT NULL,
+    is_auto_approve INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    created_unix REAL NOT NULL,
+    updated_unix REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, created_unix);
+CREATE TABLE IF NOT EXISTS transitions (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS leaf_executions (
+    call_id TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    is_finished INTEGER NOT NULL,
+    result TEXT,
+    error TEXT,
+    started_unix REAL NOT NULL,
+    finished_unix REAL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CatalogRecord:
+    id: str
+    name: str
+    source: str
+    format: str  # "json" | "yaml"
+    created_unix: float
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """A session's metadata, without its state."""
+
+    id: str
+    catalog_id: str
+    status: RunStatus
+    task: str
+    is_flat: bool
+    is_auto_approve: bool
+    created_unix: float
+    updated_unix: float
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    row: SessionRow
+    state: RunState  # with its whole trace, rebuilt from the transitions
+
+
+@dataclass(frozen=True)
+class LeafExecution:
+    """A leaf call by its idempotency key. `is_finished` is false while the handler runs (and
+    forever, if the process died while it ran)."""
+
+    call_id: str
+    path: str
+    digest: str
+    is_finished: bool
+    result: Any
+    error: str | None
+
+
+class SessionStore:
+    """The service's SQLite database. Thread-safe; every write is one transaction."""
+
+    def __init__(self, path: str | Path = MEMORY, *, clock: Any = time.time) -> None:
+        self.path = str(path)
+        self.clock = clock
+        if self.path != MEMORY:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        # isolation_level=None: no implicit transactions; `_transaction` opens them explicitly.
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                     timeout=10.0)
+        self._conn.row_factory = sqlite3.Row
+        self.journal_mode = str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        # synchronous=FULL: every commit is fsynced before it returns. NORMAL (the usual WAL
+        # choice) already survives a killed process (SIGKILL): a committed transaction is in
+        # the WAL file in the OS page cache. But it can lose the last commits on power loss or
+        # an OS crash, and what we commit includes the record that a leaf ran; losing it would
+        # run a tool (send money) a second time on resume. One fsync per transition costs
+        # about a millisecond on an SSD against tens to hundreds of milliseconds per routing
+        # call, so durability is nearly free here.
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute("PRAGMA busy_timeout=10000")
+        with self._transaction() as c:
+            version = int(c.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(f"database {self.path} has schema version {version}, newer "
+                                   f"than this stackroute's {SCHEMA_VERSION}")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    c.execute(statement)
+            c.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def pragma(self, name: str) -> Any:
+        with self._lock:
+            return self._conn.execute(f"PRAGMA {name}").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- catalogs ----------------------------------------------------------------------------
+    def put_catalog(self, record: CatalogRecord) -> bool:
+        """Store a catalog; False if one with this id is already stored (ids are content
+        hashes, so it is the same catalog)."""
+        with self._transaction() as c:
+            cursor = c.execute(
+                "INSERT OR IGNORE INTO catalogs (id, name, source, format, created_unix) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (record.id, record.name, record.source, record.format, record.created_unix))
+            return cursor.rowcount == 1
+
+    def catalogs(self) -> list[CatalogRecord]:
+        rows = self._query("SELECT * FROM catalogs ORDER BY created_unix, id")
+        return [CatalogRecord(id=r["id"], name=r["name"], source=r["source"],
+                              format=r["format"], created_unix=r["created_unix"]) for r in rows]
+
+    def delete_catalog(self, catalog_id: str) -> bool:
+        with self._transaction() as c:
+            return c.execute("DELETE FROM catalogs WHERE id = ?", (catalog_id,)).rowcount == 1
+
+    # -- sessions ----------------------------------------------------------------------------
+    def create_session(self, session_id: str, *, catalog_id: str, state: RunState,
+                       is_flat: bool, is_auto_approve: bool) -> None:
+        """A new session with its initial state and the transitions recorded so far."""
+        now = self.clock()
+        with self._transaction() as c:
+            c.execute(
+                "INSERT INTO sessions (id, catalog_id, status, task, is_flat, is_auto_approve, "
+                "state, created_unix, updated_unix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, catalog_id, state.status.value, state.task, int(is_flat),
+                 int(is_auto_approve), _state_json(state), now, now))
+            _append(c, session_id, state.trace)
+
+    def save_step(self, session_id: str, state: RunState, events: Sequence[TraceEvent]) -> None:
+        """Write the state after a transition and append that transition's trace events, in one
+        transaction: either both are durable or neither is."""
+        with self._transaction() as c:
+            cursor = c.execute(
+                "UPDATE sessions SET status = ?, state = ?, updated_unix = ? WHERE id = ?",
+                (state.status.value, _state_json(state), self.clock(), session_id))
+            if cursor.rowcount != 1:
+                raise KeyError(f"no session {session_id!r} in the store")
+            _append(c, session_id, events)
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        rows = self._query("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return _row(rows[0]) if rows else None
+
+    def load_session(self, session_id: str) -> SessionRecord | None:
+        """The session with its state and whole trace, as last committed."""
+        with self._lock:
+            rows = self._query("SELECT * FROM sessions WHERE id = ?", (session_id,))
+            if not rows:
+                return None
+            events = self.transitions(session_id)
+        data = json.loads(rows[0]["state"])
+        data["trace"] = events
+        return SessionRecord(row=_row(rows[0]), state=RunState.from_dict(data))
+
+    def list_sessions(self, *, status: RunStatus | None = None, catalog_id: str | None = None,
+                      limit: int = 100, offset: int = 0) -> list[SessionRow]:
+        where, params = [], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status.value)
+        if catalog_id is not None:
+            where.append("catalog_id = ?")
+            params.append(catalog_id)
+        sql = "SELECT id, catalog_id, status, task, is_flat, is_auto_approve, created_unix, " \
+              "updated_unix FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_unix, id LIMIT ? OFFSET ?"
+        return [_row(r) for r in self._query(sql, [*params, limit, offset])]
+
+    def count_by_status(self) -> dict[str, int]:
+        rows = self._query("SELECT status, COUNT(*) FROM sessions GROUP BY status")
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def count_active_sessions(self, catalog_id: str) -> int:
+        rows = self._query("SELECT COUNT(*) FROM sessions WHERE catalog_id = ? AND status IN "
+                           "(?, ?)", (catalog_id, RunStatus.RUNNING.value,
+                                      RunStatus.PAUSED.value))
+        return int(rows[0][0])
+
+    def transitions(self, session_id: str, *, after_seq: int = -1) -> list[dict[str, Any]]:
+        """The session's trace events with `seq > after_seq`, in order (as dicts)."""
+        rows = self._query("SELECT event FROM transitions WHERE session_id = ? AND seq > ? "
+                           "ORDER BY seq", (session_id, after_seq))
+        return [json.loads(r["event"]) for r in rows]
+
+    # -- leaf executions (idempotency) -------------------------------------------------------
+    def leaf_execution(self, call_id: str) -> LeafExecution | None:
+        rows = self._query("SELECT * FROM leaf_executions WHERE call_id = ?", (call_id,))
+        if not rows:
+            return None
+        r = rows[0]
+        return LeafExecution(call_id=r["call_id"], path=r["path"], digest=r["digest"],
+                             is_finished=bool(r["is_finished"]),
+                             result=None if r["result"] is None else json.loads(r["result"]),
+                             error=r["error"])
+
+    def begin_leaf(self, call_id: str, *, path: str, digest: str) -> None:
+        """Record that a leaf call is about to run (committed before the handler starts)."""
+        with self._transaction() as c:
+            c.execute("INSERT INTO leaf_executions (call_id, path, digest, is_finished, "
+                      "started_unix) VALUES (?, ?, ?, 0, ?)",
+                      (call_id, path, digest, self.clock()))
+
+    def finish_leaf(self, call_id: str, *, result: Any, error: str | None) -> None:
+        """Record a leaf call's outcome (`result` must be JSON-serialisable)."""
+        with self._transaction() as c:
+            cursor = c.execute(
+                "UPDATE leaf_executions SET is_finished = 1, result = ?, error = ?, "
+                "finished_unix = ? WHERE call_id = ?",
+                (strict_json(result), error, self.clock(), call_id))
+            if cursor.rowcount != 1:
+                raise KeyError(f"leaf call {call_id!r} was never begun")
+
+
+def strict_json(value: Any) -> str:
+    """JSON that any parser reads: non-finite floats (a one-option menu's margin is infinite)
+    become null instead of Python's non-standard `Infinity`/`NaN`; other objects become their
+    `str`, as the stack machine does with leaf results."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _state_json(state: RunState) -> str:
+    data = state.to_dict()
+    data["trace"] = []  # kept in `transitions`
+    return strict_json(data)
+
+
+def _append(c: sqlite3.Connection, session_id: str, events: Sequence[TraceEvent]) -> None:
+    c.executemany("INSERT INTO transitions (session_id, seq, event) VALUES (?, ?, ?)",
+                  [(session_id, e.seq, strict_json(e.to_dict()))
+                   for e in events])
+
+
+def _row(r: sqlite3.Row) -> SessionRow:
+    return SessionRow(id=r["id"], catalog_id=r["catalog_id"], status=RunStatus(r["status"]),
+                      task=r["task"], is_flat=bool(r["is_flat"]),
+                      is_auto_approve=bool(r["is_auto_approve"]),
+                      created_unix=r["created_unix"], updated_unix=r["updated_unix"])
