@@ -8,6 +8,7 @@ the prefix cache.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -45,6 +46,7 @@ def reference_choice(engine: TransformersEngine, prompt: Prompt,
     seqs = {o: (*tuple(engine.tokenizer.encode(o, add_special_tokens=False)), end)
             for o in options}
 
+    @functools.cache
     def dist(prefix: tuple[int, ...]) -> dict[int, float]:
         allowed = sorted({s[len(prefix)] for s in seqs.values()
                           if s[: len(prefix)] == prefix and len(s) > len(prefix)})
@@ -177,12 +179,12 @@ def random_menu(rng: random.Random) -> list[str]:
 
 def test_random_menus_always_answer_inside_the_menu(engine: TransformersEngine) -> None:
     # The full 1,000-menu run is the grammars fuzz test (random logits); here the real model
-    # answers 40 random menus, each checked against the step-by-step reference on a sample.
+    # answers 16 random menus, the first checked against the step-by-step reference.
     rng = random.Random(7)
-    for i in range(40):
+    for i in range(16):
         options = random_menu(rng)
         result = engine.choose(PROMPT, options)
         assert result.choice in options
         assert np.isclose(sum(result.probabilities.values()), 1.0)
-        if i % 10 == 0:
+        if i == 0:
             assert result.choice == reference_choice(engine, PROMPT, options)[0]
