@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 from stackroute.runtime.errors import CatalogError, Problem
+from stackroute.runtime.schema_hazards import schema_hazard
 from stackroute.runtime.schemas import schema_error
 from stackroute.runtime.tree import CapabilityTree, Node
 
@@ -26,6 +28,8 @@ KNOWN_KEYS = frozenset(
     {"name", "description", "children", "parameters", "sensitive", "handler", "metadata"}
 )
 HANDLER_PATTERN = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+# Control, format (bidi marks, zero-width), surrogate, private-use and unassigned characters.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +42,7 @@ class LoadLimits:
     max_name_chars: int = 128
     max_description_chars: int = 20_000
     max_schema_chars: int = 100_000
+    max_metadata_chars: int = 100_000  # a node's metadata (unknown keys included), as JSON
 
 
 DEFAULT_LIMITS = LoadLimits()
@@ -106,6 +111,8 @@ class _Builder:
             name = "?"
         elif not is_root:
             self._check_name(path, name)
+        else:
+            self._check_root_name(name)
         description = data.get("description", "")
         if not isinstance(description, str):
             self.fail(path, f"'description' must be a string, got {type(description).__name__}")
@@ -129,6 +136,11 @@ class _Builder:
             metadata.update(extra_meta)
         elif extra_meta is not None:
             self.fail(path, f"'metadata' must be an object, got {type(extra_meta).__name__}")
+        if metadata:
+            problem = _size_problem(metadata, self.limits.max_metadata_chars)
+            if problem is not None:
+                self.fail(path, f"metadata (with unknown keys) {problem}")
+                metadata = {}
 
         if "children" in data:
             return self._router(data, path, name, description, sensitive, handler, metadata)
@@ -193,6 +205,18 @@ class _Builder:
         if name.upper() in RESERVED_NAMES:
             self.fail(path, f"reserved name {name!r}: DONE and BACK are completion states")
 
+    def _check_root_name(self, name: str) -> None:
+        """The root's name is free text (it is no menu option), but it is shown in listings
+        and logs: bounded, and without control or invisible characters (NUL, bidi marks)."""
+        if len(name) > self.limits.max_name_chars:
+            self.fail((), f"name has {len(name)} characters, more than the limit "
+                          f"{self.limits.max_name_chars}")
+        hidden = sorted({f"U+{ord(c):04X}" for c in name
+                         if unicodedata.category(c) in _HIDDEN_CATEGORIES})
+        if hidden:
+            self.fail((), f"the root's name has control or invisible characters "
+                          f"({', '.join(hidden[:5])})")
+
     def _parameters(self, path: tuple[str, ...], schema: Any) -> Mapping[str, Any] | None:
         if schema is None:
             return None
@@ -200,21 +224,35 @@ class _Builder:
             self.fail(path, f"'parameters' must be a JSON Schema object, got "
                             f"{type(schema).__name__}")
             return None
-        try:
-            size = len(json.dumps(schema))
-        except (TypeError, ValueError, RecursionError) as e:
-            self.fail(path, f"'parameters' is not JSON-serialisable: {e}")
-            return None
-        if size > self.limits.max_schema_chars:
-            self.fail(path, f"'parameters' schema has {size} characters, more than the limit "
-                            f"{self.limits.max_schema_chars}")
+        problem = _size_problem(schema, self.limits.max_schema_chars)
+        if problem is not None:
+            self.fail(path, f"'parameters' schema {problem}")
             return None
         error = schema_error(schema)
         if error is not None:
             self.fail(path, f"invalid JSON Schema {error}")
+            return None
+        hazard = schema_hazard(schema)
+        if hazard is not None:
+            self.fail(path, f"unsafe 'parameters' schema: {hazard}")
             return None
         if schema.get("type", "object") != "object":
             self.fail(path, f"'parameters' must describe an object (type 'object'), got type "
                             f"{schema.get('type')!r}")
             return None
         return schema
+
+
+def _size_problem(value: Any, max_chars: int) -> str | None:
+    """Why `value` is not JSON of at most `max_chars` characters, or None. Encoding stops at
+    the limit: a YAML document of nested aliases is small as text but exponential as JSON."""
+    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=True)
+    num_chars = 0
+    try:
+        for chunk in encoder.iterencode(value):
+            num_chars += len(chunk)
+            if num_chars > max_chars:
+                return f"is larger than the limit of {max_chars} characters as JSON"
+    except (TypeError, ValueError, RecursionError) as e:
+        return f"is not JSON-serialisable: {e}"
+    return None

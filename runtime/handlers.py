@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
+import inspect
 import logging
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -80,9 +82,18 @@ class HandlerTable:
             raise HandlerError(f"unknown handler {ref!r} of {path}: cannot import "
                                f"{module_name!r} ({e})") from e
         fn: Handler | None = getattr(module, attr, None)
-        if fn is None or not callable(fn):
+        if fn is None or not callable(fn) or isinstance(fn, types.ModuleType):
             raise HandlerError(f"unknown handler {ref!r} of {path}: {module_name} has no "
                                f"callable {attr!r}")
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise HandlerError(f"handler {ref!r} of {path} is async; handlers are called "
+                               "synchronously (an un-awaited coroutine would never run)")
+        # The callable itself must come from an allowed module: `from os import system` in an
+        # allowed module must not make `os.system` a handler.
+        defined_in = getattr(fn, "__module__", None)
+        if not isinstance(defined_in, str) or not self.is_allowed(defined_in):
+            raise HandlerError(f"handler {ref!r} of {path} is defined in {defined_in!r}, "
+                               f"outside the allowed modules ({', '.join(self.allowed_modules)})")
         self._imported[ref] = fn
         return fn
 
@@ -112,6 +123,9 @@ class LocalExecutor:
             return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s")
         try:
             return LeafOutcome(result=future.result())
-        except Exception as e:  # a failing tool is the tool's misstep, recorded on the frame
+        # A failing tool is the tool's misstep, recorded on the frame. SystemExit and
+        # KeyboardInterrupt too: raised in the tool's thread they would end the session's
+        # worker, leaving the session running forever, not stop the process.
+        except (Exception, SystemExit, KeyboardInterrupt) as e:
             log.info("leaf %s (%s) raised %r", leaf.path_str, call_id, e)
             return LeafOutcome(error=f"{type(e).__name__}: {e}")

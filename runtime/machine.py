@@ -99,7 +99,7 @@ class StackMachine:
         request = RoutingRequest(
             run_id=state.run_id, step=state.num_steps, depth=len(state.stack) - 1,
             task=state.task, node=node, menu=menu, prompt=self.layout.routing_prompt(state),
-            layout=self.layout,
+            layout=self.layout, calls=tuple(c["path"] for c in state.calls),
         )
         decision = self.router.route(request)
         state.num_steps += 1

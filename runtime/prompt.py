@@ -113,8 +113,11 @@ class PromptLayout:
 
     def child_done_turn(self, child: Node, menu: Menu, output: list[dict[str, Any]],
                         max_chars: int) -> Message:
-        summary = [{"call": o.get("path"), "result": o.get("result", o.get("output"))}
-                   for o in output]
+        """What the parent sees of a finished child: which calls ran and how each ended, never
+        what a tool returned. A tool's text stays in the frame that called it (and in the run's
+        result for the caller), so text that imitates an instruction or a routing answer
+        cannot steer a decision outside its branch."""
+        summary = [{"call": path, "status": status} for path, status in call_statuses(output)]
         return Message("user", f"{child.name} finished: {_clip_json(summary, max_chars)}\n"
                                f"{next_hint(menu)}")
 
@@ -148,6 +151,22 @@ def next_hint(menu: Menu) -> str:
     states = " or ".join(s.value for s in menu.states)
     return f"Answer with the next option, or {states}." if menu.children else \
         f"Answer {states}."
+
+
+def call_statuses(output: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(leaf path, "ok" | "failed" | "rejected") for each call in a frame's output, nested
+    routers' calls included, in order; a child router that made no call is "empty"."""
+    out: list[tuple[str, str]] = []
+    for entry in output:
+        path = str(entry.get("path", ""))
+        if "output" in entry:
+            inner = call_statuses(list(entry["output"] or []))
+            out.extend(inner or [(path, "empty")])
+        elif entry.get("rejected"):
+            out.append((path, "rejected"))
+        else:
+            out.append((path, "failed" if "error" in entry else "ok"))
+    return out
 
 
 def answer(choice: str) -> Message:

@@ -25,6 +25,7 @@ class RoutingRequest:
     menu: Menu
     prompt: Prompt
     layout: PromptLayout
+    calls: tuple[str, ...] = ()  # paths of the leaf calls the run has made so far, in order
 
     def child(self, name: str) -> Node:
         child = self.node.child(name)

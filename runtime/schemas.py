@@ -33,6 +33,7 @@ _NUMBER_KEYS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
 _MAX_FAST_DEPTH = 32
+_NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry()
 
 
 def schema_error(schema: Mapping[str, Any]) -> str | None:
@@ -117,7 +118,9 @@ def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, An
     """Every reason `arguments` fail `schema` (empty when they validate)."""
     if schema is None:
         return [] if not arguments else [f"takes no arguments, got {sorted(arguments)}"]
-    validator = jsonschema.Draft202012Validator(schema)
+    # An empty registry: a remote `$ref` is unresolvable instead of fetched (by default
+    # jsonschema would GET any URL a catalog names).
+    validator = jsonschema.Draft202012Validator(schema, registry=_NO_RETRIEVAL)
     try:
         return [
             f"{'/'.join(str(p) for p in e.path) or '(top)'}: {e.message}"
@@ -126,3 +129,5 @@ def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, An
     except referencing.exceptions.Unresolvable as e:
         # A `$ref` the metaschema accepts but nothing resolves: report it, don't crash the run.
         return [f"the schema cannot be applied: unresolvable reference ({e})"]
+    except RecursionError:  # a `$ref` cycle that never reaches a value (schema_hazards)
+        return ["the schema cannot be applied: its references recurse without end"]

@@ -58,6 +58,7 @@ from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 
+MAX_SQL_INT = (1 << 63) - 1  # SQLite's largest INTEGER: a larger offset or seq cannot bind
 YAML_MEDIA_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml",
                               "text/x-yaml"})
 
@@ -167,7 +168,7 @@ def list_sessions(
     status: Annotated[RunStatus | None, Query(description="only sessions in this state")] = None,
     catalog: Annotated[str | None, Query(description="only sessions of this catalog")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SQL_INT)] = 0,
 ) -> SessionList:
     rows = _sessions(app).list_sessions(status=status, catalog_id=catalog, limit=limit,
                                         offset=offset)
@@ -210,7 +211,8 @@ def session_trace(session_id: str, app: StateDep) -> NdjsonResponse:
 
 async def _existing_session(session_id: str, app: StateDep,
                             after: Annotated[int | None, Query(
-                                ge=-1, description="only events with a greater seq")] = None,
+                                ge=-1, le=MAX_SQL_INT,
+                                description="only events with a greater seq")] = None,
                             last_event_id: Annotated[str | None, Header()] = None,
                             ) -> AsyncIterator[Any]:
     after_seq = after if after is not None else _last_event_id(last_event_id)
@@ -218,7 +220,7 @@ async def _existing_session(session_id: str, app: StateDep,
 
 
 @router.get("/v1/sessions/{session_id}/events", response_class=EventSourceResponse,
-            responses=error_responses(404, 422))
+            responses=error_responses(400, 404, 422))
 async def session_events(
     stream: Annotated[AsyncIterator[Any], Depends(_existing_session)],
 ) -> AsyncIterator[ServerSentEvent]:
@@ -284,7 +286,8 @@ def setup_routing(state: AppState) -> None:
     resume the sessions a stopped process left running."""
     settings = state.settings
     store = SessionStore(getattr(settings, "db", None) or ":memory:")
-    catalogs = CatalogRegistry(store, state.engine)
+    catalogs = CatalogRegistry(store, state.engine, allowed_handler_modules=tuple(
+        getattr(settings, "allowed_handler_modules", None) or ()))
     failed = catalogs.load_persisted()
     if failed:
         log.warning("%d stored catalog(s) did not load: %s", len(failed), ", ".join(failed))
@@ -371,10 +374,14 @@ def _json_safe(value: Any) -> Any:
 
 def _last_event_id(value: str | None) -> int:
     try:
-        return int(value) if value else -1
+        seq = int(value) if value else -1
     except ValueError as e:
-        raise InputError(f"Last-Event-ID must be an event seq (an integer), got {value!r}"
-                         ) from e
+        raise InputError(f"Last-Event-ID must be an event seq (an integer), got "
+                         f"{value[:40]!r}") from e
+    if not -1 <= seq <= MAX_SQL_INT:
+        raise InputError(f"Last-Event-ID must be an event seq from -1 to {MAX_SQL_INT}, got "
+                         f"{value[:40]!r}")
+    return seq
 
 
 def _format_of(content_type: str, text: str) -> str:

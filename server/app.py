@@ -25,6 +25,7 @@ from stackroute.server import api_openai
 from stackroute.server import metrics as metrics_module
 from stackroute.server.app_state import AppState
 from stackroute.server.auth import ApiKeyAuth
+from stackroute.server.engine_import import import_engine_factory, is_import_path
 from stackroute.server.engine_queue import EngineQueue
 from stackroute.server.engines.base import ENGINES, Engine
 from stackroute.server.errors import (
@@ -124,9 +125,14 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
 
 
 def build_engine(settings: ServerSettings) -> Engine:
+    """The engine the settings name: a registered name, or an import path 'module:factory'
+    (called with the same options)."""
     options: dict[str, Any] = {"model": settings.model}
     if settings.base_url is not None:
         options["base_url"] = settings.base_url
+    if is_import_path(settings.engine):
+        engine: Engine = import_engine_factory(settings.engine)(**options)
+        return engine
     return ENGINES.create(settings.engine, **options)
 
 

@@ -1,5 +1,8 @@
 """The service's loaded catalogs: validated, compiled for the engine, persisted in the store.
 
+A catalog whose leaves name handlers outside the operator's `allowed_handler_modules` is
+refused (422, by leaf path), so a listed catalog never names code the operator did not allow.
+
 A catalog's id is a slug of its root name plus a short hash of its content (the parsed
 document, so the same catalog in JSON or YAML, or with other whitespace, gets the same id):
 uploading the same catalog twice is harmless and returns the same id.
@@ -13,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from typing import Any
 import yaml
 from stackroute.runtime.catalog import DEFAULT_LIMITS, LoadLimits, build_tree
 from stackroute.runtime.errors import CatalogError, InputError, Problem, StateError
+from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine, PrepareStats
 from stackroute.server.store import CatalogRecord, SessionStore
@@ -59,10 +63,13 @@ class CatalogRegistry:
     catalog that is listed is one every request can use at once."""
 
     def __init__(self, store: SessionStore, engine: Engine, *,
-                 limits: LoadLimits = DEFAULT_LIMITS) -> None:
+                 limits: LoadLimits = DEFAULT_LIMITS,
+                 allowed_handler_modules: Iterable[str] = ()) -> None:
         self.store = store
         self.engine = engine
         self.limits = limits
+        # Checks catalogs' handler import paths only; it never runs a handler.
+        self.handlers = HandlerTable(allowed_modules=allowed_handler_modules)
         self._entries: dict[str, CatalogEntry] = {}
         self._lock = threading.Lock()
 
@@ -74,7 +81,7 @@ class CatalogRegistry:
         if fmt not in FORMATS:
             raise InputError(f"unknown catalog format {fmt!r}; expected one of {list(FORMATS)}")
         data = _parse(text, fmt)
-        tree = build_tree(data, limits=self.limits)
+        tree = self._build(data)
         catalog_id = f"{_slug(tree.name)}-{_content_hash(data)}"
         with self._lock:
             existing = self._entries.get(catalog_id)
@@ -113,7 +120,7 @@ class CatalogRegistry:
         failed = []
         for record in self.store.catalogs():
             try:
-                tree = build_tree(_parse(record.source, record.format), limits=self.limits)
+                tree = self._build(_parse(record.source, record.format))
                 entry = self._compile(record.id, tree, record.source, record.format,
                                       record.created_unix)
             except CatalogError as e:
@@ -147,6 +154,15 @@ class CatalogRegistry:
         with self._lock:
             self._entries.pop(catalog_id, None)
         self.store.delete_catalog(catalog_id)
+
+    def _build(self, data: Any) -> CapabilityTree:
+        """Validate; a handler outside the allowed modules is a problem of its leaf (the module
+        is imported only when it is allowed)."""
+        tree = build_tree(data, limits=self.limits)
+        problems = self.handlers.problems(tree)
+        if problems:
+            raise CatalogError(problems)
+        return tree
 
     def _compile(self, catalog_id: str, tree: CapabilityTree, text: str, fmt: str,
                  created_unix: float) -> CatalogEntry:

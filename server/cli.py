@@ -270,6 +270,15 @@ def serve(
                 server_header=False, proxy_headers=False, ws="none")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False)
+def bench(ctx: typer.Context) -> None:
+    """The paper's benchmarks and ours (stackroute bench --help)."""
+    from stackroute.bench.cli import main as bench_main
+
+    bench_main(ctx.args)
+
+
 def main() -> None:
     app()
 

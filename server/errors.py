@@ -98,11 +98,23 @@ def status_for(error: InputError) -> int:
 def error_response(status: int, *, code: str, message: str, param: str | None = None,
                    request_id: str | None = None, problems: Sequence[ProblemDetail] = (),
                    headers: dict[str, str] | None = None) -> JSONResponse:
-    detail = ErrorDetail(code=code, message=message, type=_TYPE_BY_STATUS.get(status,
-                         "server_error"), param=param, request_id=request_id,
-                         problems=list(problems) or None)
+    detail = ErrorDetail(code=code, message=_utf8(message), type=_TYPE_BY_STATUS.get(
+                         status, "server_error"), param=None if param is None else _utf8(param),
+                         request_id=request_id,
+                         problems=[ProblemDetail(path=_utf8(p.path), message=_utf8(p.message))
+                                   for p in problems] or None)
     return JSONResponse(ErrorResponse(error=detail).model_dump(exclude_none=True),
                         status_code=status, headers=headers)
+
+
+def _utf8(text: str) -> str:
+    """Text that encodes as UTF-8: a message that quotes the request can carry a lone
+    surrogate (JSON allows the escape "\\ud800"), which would fail the response itself."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def request_id_of(request: Request) -> str | None:
@@ -226,6 +238,11 @@ def _with_error_shape(spec: dict[str, Any]) -> dict[str, Any]:
                 if "HTTPValidationError" in json.dumps(response.get("content", {})):
                     responses[status] = {"description": "Request failed validation",
                                          "content": shape}
+                elif str(status)[0] in "45" and "application/json" not in response.get(
+                        "content", {"application/json": None}):
+                    # A route with its own response class (NDJSON, SSE) still answers
+                    # errors in the one JSON shape.
+                    response["content"] = shape
             if "requestBody" in operation:
                 responses.setdefault("400", {"description": "Unsupported field or value",
                                              "content": shape})

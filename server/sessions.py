@@ -110,8 +110,9 @@ class StoreExecutor:
         result, error = outcome.result, outcome.error
         try:  # what is recorded is what a replay returns: the result as JSON reads it back
             result = json.loads(strict_json(result))
-        except (TypeError, ValueError, RecursionError) as e:
-            result, error = None, error or f"result is not JSON-serialisable: {e}"
+        except Exception as e:  # the tool's result, not our bug (even a __str__ that raises)
+            result, error = None, error or f"result is not JSON-serialisable: " \
+                                            f"{type(e).__name__}: {e}"
         self.store.finish_leaf(call_id, result=result, error=error)
         return LeafOutcome(result=result, error=error)
 

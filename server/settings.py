@@ -51,7 +51,8 @@ class ServerSettings(BaseSettings):
                                       validate_default=True)
 
     config: Path | None = Field(None, description="YAML or JSON file with these settings")
-    engine: str = Field("transformers", description="engine name: transformers | vllm | remote")
+    engine: str = Field("transformers", description="engine name (transformers | vllm | "
+                                                    "remote) or import path 'module:factory'")
     model: str | None = Field(None, description="model folder or GGUF file; none: embedded")
     base_url: str | None = Field(None, description="base URL of a remote engine")
     host: str = "127.0.0.1"
@@ -78,12 +79,24 @@ class ServerSettings(BaseSettings):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
+        from stackroute.server.engine_import import (
+            EngineImportError,
+            import_engine_factory,
+            is_import_path,
+        )
         from stackroute.server.engines.base import ENGINES
 
-        if value not in ENGINES.factories:
-            raise ValueError(f"unknown engine {value!r}; known engines: "
-                             f"{', '.join(sorted(ENGINES.factories))}")
-        return value
+        if value in ENGINES.factories:
+            return value
+        if is_import_path(value):  # an engine outside this package, named by the operator
+            try:
+                import_engine_factory(value)
+            except EngineImportError as e:
+                raise ValueError(str(e)) from None
+            return value
+        raise ValueError(f"unknown engine {value!r}; known engines: "
+                         f"{', '.join(sorted(ENGINES.factories))} (or an import path "
+                         "'module:factory')")
 
     @field_validator("log_level", mode="before")
     @classmethod

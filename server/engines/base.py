@@ -154,4 +154,16 @@ def _transformers(**options: Any) -> Engine:
     return TransformersEngine(**options)
 
 
-ENGINES = EngineRegistry({"transformers": _transformers})
+def _vllm(**options: Any) -> Engine:
+    from stackroute.server.engines.vllm_engine import VllmEngine
+
+    return VllmEngine(**options)
+
+
+def _remote(**options: Any) -> Engine:
+    from stackroute.server.engines.remote_engine import RemoteEngine
+
+    return RemoteEngine(**options)
+
+
+ENGINES = EngineRegistry({"transformers": _transformers, "vllm": _vllm, "remote": _remote})

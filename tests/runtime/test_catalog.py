@@ -133,7 +133,7 @@ OVER_LIMITS: list[tuple[str, LoadLimits, Any, list[tuple[str, str]]]] = [
      [("a", "description has 5 characters, more than the limit 4")]),
     ("schema too large", LoadLimits(max_schema_chars=20),
      root(leaf("a", parameters={"type": "object", "properties": {"x": {"type": "string"}}})),
-     [("a", "'parameters' schema has 59 characters, more than the limit 20")]),
+     [("a", "'parameters' schema is larger than the limit of 20 characters as JSON")]),
 ]
 
 
@@ -205,7 +205,7 @@ def test_yaml_with_non_string_schema_keys_is_checked_not_crashed() -> None:
 
 @pytest.mark.parametrize(("levels", "expected"), [
     (150, "invalid JSON Schema nested too deeply"),
-    (5_000, "'parameters' is not JSON-serialisable: maximum recursion depth exceeded"),
+    (5_000, "'parameters' schema is not JSON-serialisable: maximum recursion depth exceeded"),
 ])
 def test_deeply_nested_parameters_are_refused_not_crashed(levels: int, expected: str) -> None:
     schema: dict[str, Any] = {"type": "object"}

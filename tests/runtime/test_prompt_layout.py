@@ -61,8 +61,8 @@ def test_prompts_exact_for_a_small_run() -> None:
               Message("assistant", '{"kind":"savings"}'),
               Message("user", 'open_account returned: {"account": "savings-1"}\n'
                               'Answer with the next option, or DONE.')]
-    done = Message("user", 'accounts finished: [{"call": "accounts/open_account", "result": '
-                           '{"account": "savings-1"}}]\nAnswer with the next option, or DONE.')
+    done = Message("user", 'accounts finished: [{"call": "accounts/open_account", "status": '
+                           '"ok"}]\nAnswer with the next option, or DONE.')
     assert [p.messages for p in prompts] == [
         header,
         (*header, Message("assistant", "payments"), Message("user", (

@@ -346,18 +346,17 @@ def test_a_catalog_in_use_cannot_be_deleted(client: TestClient) -> None:
     assert client.delete(f"/v1/catalogs/{catalog_id}").status_code == 204
 
 
-def test_handlers_outside_the_allowed_modules_do_not_run(tmp_path: Path) -> None:
+def test_catalogs_naming_handlers_outside_the_allowed_modules_are_refused(
+        tmp_path: Path) -> None:
     catalog = {"name": "ops", "children": [
         {"name": "shell", "handler": "os:system",
          "parameters": {"type": "object", "properties": {}}}]}
     settings = make_settings(tmp_path, allowed_handler_modules=["acme.tools"])
     with TestClient(make_app(settings, PlanEngine(plan=["shell"]))) as client:
-        catalog_id = upload(client, catalog)
-        sid = client.post("/v1/sessions", json={"catalog": catalog_id,
-                                                "task": "run it"}).json()["id"]
-        assert wait_status(client, sid) == "done"
-        [call] = client.get(f"/v1/sessions/{sid}").json()["calls"]
-        assert "outside the allowed modules (acme.tools)" in call["error"]
+        r = client.post("/v1/catalogs", json=catalog)
+        assert r.status_code == 422
+        assert "'os:system' of shell is outside the allowed modules (acme.tools)" in r.text
+        assert client.get("/v1/catalogs").json()["catalogs"] == []
 
 
 def test_a_flat_session_runs_an_allowed_import_path_handler(tmp_path: Path) -> None:

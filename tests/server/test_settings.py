@@ -52,7 +52,7 @@ def test_config_file_from_the_environment_and_json(tmp_path: Path,
 @pytest.mark.parametrize(("content", "expected"), [
     ('{"bogus": 1}', "bogus: unknown setting"),
     ('{"port": "eighty"}', "port:"),
-    ('{"engine": "nope"}', "unknown engine 'nope'; known engines: transformers"),
+    ('{"engine": "nope"}', "unknown engine 'nope'; known engines: remote, transformers, vllm"),
     ("[1, 2]", "must hold a mapping"),
     ("{not json", "is not valid"),
 ])

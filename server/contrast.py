@@ -1,0 +1,90 @@
+"""Calibrated scoring: how much the request raises each option's likelihood.
+
+A small model's raw menu distribution carries a strong request-independent preference (for
+the first option, for a short name, for `DONE`). Scoring by `log p(o | request) -
+strength * log p(o | neutral request)` removes it: the neutral prompt is the same frame, on
+the same path, with the request replaced by a content-free one. It depends only on the node
+and the options shown, so it costs one model call per distinct menu, ever, not per request.
+The correction enters the choice as an additive bias, like the evidence prior. It applies
+to fresh frames only (a frame's first call): after a result or a BACK the real prompt is no
+longer the neutral one's counterpart, and a request-independent taste for DONE is then
+exactly what should be kept (it ends a finished task).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import Prompt, answer
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import Engine
+
+NEUTRAL_REQUEST = "N/A"
+_FLOOR_LOGPROB = -30.0  # an option the neutral prompt all but rules out: no huge boost
+
+
+class NeutralContrast:
+    """`-strength * log p(option | neutral prompt)` per option, one engine call per menu."""
+
+    def __init__(self, engine: Engine, *, strength: float = 1.0,
+                 max_entries: int = 4096) -> None:
+        self.engine = engine
+        self.strength = strength
+        self.max_entries = max_entries
+        self._logprobs: OrderedDict[tuple[str, tuple[str, ...]], dict[str, float]] = \
+            OrderedDict()
+
+    def bias(self, request: RoutingRequest) -> tuple[dict[str, float], Usage]:
+        """The correction for `request`'s menu, and what computing it cost (nothing when the
+        menu was seen before)."""
+        key = (request.node.path_str, request.menu.options)
+        logprobs = self._logprobs.get(key)
+        usage = Usage()
+        if logprobs is None:
+            result = self.engine.choose(neutral_prompt(request), request.menu.options)
+            logprobs = {o: max(_FLOOR_LOGPROB, math.log(max(p, 1e-300)))
+                        for o, p in result.probabilities.items()}
+            usage = result.usage
+            self._logprobs[key] = logprobs
+            if len(self._logprobs) > self.max_entries:
+                self._logprobs.popitem(last=False)
+        else:
+            self._logprobs.move_to_end(key)
+        return {o: -self.strength * lp for o, lp in logprobs.items()}, usage
+
+    def neutral_logprobs(self, request: RoutingRequest) -> Mapping[str, float] | None:
+        return self._logprobs.get((request.node.path_str, request.menu.options))
+
+
+def is_fresh(request: RoutingRequest) -> bool:
+    """Whether this is the frame's first routing call (its prompt ends with its menu turn)."""
+    node = request.node
+    opening = request.layout.menu_turn(node, request=request.task if node.depth == 0 else None)
+    return bool(request.prompt.messages) and request.prompt.messages[-1] == opening
+
+
+def neutral_prompt(request: RoutingRequest) -> Prompt:
+    """The fresh frame at `request.node`, reached along its path, for a content-free request.
+
+    The header is whatever precedes the root frame's first turn in the real prompt, so the
+    two prompts differ only in the request and in the history of this run.
+    """
+    layout = request.layout
+    root = layout.tree.root
+    real_root_turn = layout.menu_turn(root, request=request.task)
+    messages = request.prompt.messages
+    header = messages[:messages.index(real_root_turn)] if real_root_turn in messages \
+        else messages[:1]
+    turns: list[Message] = [layout.menu_turn(root, request=NEUTRAL_REQUEST)]
+    node = root
+    for name in request.node.path:
+        child = node.child(name)
+        if child is None:  # the request's node is in this tree: anything else is our bug
+            raise RuntimeError(f"{name!r} is not a child of {node.path_str or '<root>'}")
+        turns += [answer(name), layout.menu_turn(child)]
+        node = child
+    return Prompt(tuple(header) + tuple(turns))

@@ -1,0 +1,141 @@
+"""One scored menu: the engine's constrained choice under the evidence prior and the neutral
+contrast, with the raw and calibrated distributions recovered, and a memo of past choices.
+
+Both corrections are additive in log space, so they go to the engine together as one
+`option_bias`; the engine returns `p(o) * exp(bias(o))` renormalised, from which the model's
+own distribution is `p_final(o) * exp(-bias(o))` renormalised. The memo is keyed by the exact
+prompt, options and bias: a hypothetical frame explored by the beam is the very prompt the run
+sends when it enters that frame, so that call is answered from the memo (cost counted once).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.usage import Usage
+from stackroute.server.contrast import NeutralContrast, is_fresh
+from stackroute.server.engines.base import Engine, MenuResult
+from stackroute.server.evidence import Evidence, EvidenceSource
+from stackroute.server.prior import MenuPrior, PriorOptions, menu_prior
+
+
+@dataclass(frozen=True)
+class ScoredMenu:
+    """A menu decision with everything that went into it."""
+
+    result: MenuResult  # the engine's choice and final distribution, bias included
+    bias: dict[str, float]  # total additive log bias sent to the engine
+    prior: MenuPrior | None = None
+    contrast: dict[str, float] | None = None
+    evidence: Evidence | None = None
+    usage: Usage = field(default_factory=Usage)  # what this scoring cost now (0 if reused)
+    is_reused: bool = False
+
+    @property
+    def choice(self) -> str:
+        return self.result.choice
+
+    @property
+    def probabilities(self) -> dict[str, float]:
+        return self.result.probabilities
+
+    def raw_probabilities(self) -> dict[str, float]:
+        """The model's own distribution over the menu, without prior or contrast."""
+        return _tilt(self.result.probabilities, {o: -b for o, b in self.bias.items()})
+
+    def calibrated_probabilities(self) -> dict[str, float]:
+        """The model's distribution with the neutral contrast only (no evidence prior)."""
+        if self.prior is None:
+            return self.result.probabilities
+        return _tilt(self.result.probabilities, {o: -b for o, b in self.prior.bias.items()})
+
+    def ranked_children(self, children: tuple[str, ...]) -> list[tuple[str, float]]:
+        probabilities = self.result.probabilities
+        return sorted(((c, probabilities.get(c, 0.0)) for c in children),
+                      key=lambda kv: -kv[1])
+
+    def detail(self, *, top_k: int) -> dict[str, Any]:
+        """What the trace records: prior, evidence top-k, raw and calibrated picks."""
+        out: dict[str, Any] = {"margin": self.result.margin}
+        if self.bias:
+            raw = self.raw_probabilities()
+            out["raw"] = _top(raw, top_k)
+            if self.contrast is not None:
+                out["calibrated"] = _top(self.calibrated_probabilities(), top_k)
+        if self.prior is not None:
+            ranked = sorted(self.prior.bias.items(), key=lambda kv: -kv[1])[:top_k]
+            out["prior"] = {o: round(b, 3) for o, b in ranked}
+        if self.evidence is not None:
+            out["evidence_top"] = [[p, round(s, 4)] for p, s in self.evidence.top(top_k)]
+        if self.is_reused:
+            out["is_reused"] = True
+        return out
+
+
+class MenuScorer:
+    """Scores menus for one catalog with one engine (evidence and contrast optional)."""
+
+    def __init__(self, engine: Engine, *, evidence: EvidenceSource | None = None,
+                 prior: PriorOptions | None = None, contrast: NeutralContrast | None = None,
+                 max_memo: int = 4096) -> None:
+        self.engine = engine
+        self.evidence = evidence
+        self.prior_options = prior
+        self.contrast = contrast
+        self.max_memo = max_memo
+        self._memo: OrderedDict[tuple[Prompt, tuple[str, ...], tuple[tuple[str, float], ...]],
+                                MenuResult] = OrderedDict()
+
+    def evidence_for(self, request: RoutingRequest) -> Evidence | None:
+        return None if self.evidence is None else self.evidence.for_request(request.task)
+
+    def score(self, request: RoutingRequest) -> ScoredMenu:
+        started = time.perf_counter()
+        evidence = self.evidence_for(request)
+        prior = None
+        bias: dict[str, float] = {}
+        if evidence is not None and self.prior_options is not None \
+                and self.prior_options.weight > 0:
+            prior = menu_prior(evidence, request.node, request.menu, calls=request.calls,
+                               options=self.prior_options)
+            bias = dict(prior.bias)
+        # the request's embedding and the prior are part of the decision's latency
+        usage = Usage(latency_ms=(time.perf_counter() - started) * 1e3)
+        contrast = None
+        if self.contrast is not None and is_fresh(request):
+            contrast, contrast_usage = self.contrast.bias(request)
+            usage = usage + contrast_usage
+            bias = {o: bias.get(o, 0.0) + contrast.get(o, 0.0) for o in request.menu.options}
+        key = (request.prompt, request.menu.options, tuple(sorted(bias.items())))
+        result = self._memo.get(key)
+        is_reused = result is not None
+        if result is None:
+            result = self.engine.choose(request.prompt, request.menu.options,
+                                        option_bias=bias or None)
+            usage = usage + result.usage
+            self._memo[key] = result
+            if len(self._memo) > self.max_memo:
+                self._memo.popitem(last=False)
+        else:
+            self._memo.move_to_end(key)
+        return ScoredMenu(result=result, bias=bias, prior=prior, contrast=contrast,
+                          evidence=evidence, usage=usage, is_reused=is_reused)
+
+
+def _tilt(probabilities: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:
+    logs = {o: math.log(max(p, 1e-300)) + bias.get(o, 0.0) for o, p in probabilities.items()}
+    top = max(logs.values())
+    total = sum(math.exp(v - top) for v in logs.values())
+    return {o: math.exp(v - top) / total for o, v in logs.items()}
+
+
+def _top(probabilities: Mapping[str, float], k: int) -> dict[str, float]:
+    ranked = sorted(probabilities.items(), key=lambda kv: -kv[1])[:k]
+    return {o: round(p, 4) for o, p in ranked}

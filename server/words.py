@@ -1,0 +1,84 @@
+"""The words of capability names and descriptions: split, lower-cased, stop words dropped,
+crudely stemmed. Shared by the taxonomy checks (near-duplicate names) and the tree builder
+(router names from their members' most distinctive words)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Words that say nothing about what a capability does.
+STOP_WORDS = frozenset((
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "can", "each",
+    "for", "from", "given", "in", "into", "is", "it", "its", "new", "of", "on", "one", "or",
+    "other", "so", "specific", "such", "that", "the", "their", "them", "these", "this", "to",
+    "up", "using", "via", "with", "within", "you", "your",
+))
+# Verbs and nouns most tool descriptions share ("Retrieve information about …"): useless for
+# telling groups apart, so router names skip them.
+GENERIC_TOOL_WORDS = frozenset((
+    "add", "analyze", "based", "calculate", "certain", "check", "create", "current", "data",
+    "delete", "detail", "details", "existing", "get", "info", "information", "list", "manage",
+    "particular", "perform", "provide", "provided", "related", "remove", "retrieve", "search",
+    "set", "specified", "tool", "tools", "update", "value", "various",
+))
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def split_name(name: str) -> list[str]:
+    """The lower-case words of an identifier.
+
+    >>> split_name("getPM2_5Level")
+    ['get', 'pm', '2', '5', 'level']
+    >>> split_name("Travel_and_Tourism")
+    ['travel', 'and', 'tourism']
+    """
+    return [w.lower() for w in _CAMEL.findall(name)]
+
+
+def text_words(text: str) -> list[str]:
+    """Lower-case alphabetic words of free text, stop words dropped, in order.
+
+    >>> text_words("Retrieve the score of a basketball game")
+    ['retrieve', 'score', 'basketball', 'game']
+    """
+    return [w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in STOP_WORDS]
+
+
+def stem(word: str) -> str:
+    """A crude stem: enough to equate plural and adjective forms of a domain word.
+
+    >>> [stem(w) for w in ("communications", "environmental", "analytics", "studies")]
+    ['communication', 'environment', 'analytic', 'study']
+    """
+    if len(word) > 5 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 8 and word.endswith("al"):
+        word = word[:-2]
+    return word
+
+
+def name_tokens(name: str, *, drop: Iterable[str] = ()) -> tuple[str, ...]:
+    """Stemmed content words of a name, without stop words and without the words in `drop`
+    (a parent's own words, which every child repeats).
+
+    >>> name_tokens("Travel_and_Tourism")
+    ('travel', 'tourism')
+    """
+    dropped = {stem(w) for w in drop}
+    return tuple(t for t in (stem(w) for w in split_name(name) if w not in STOP_WORDS)
+                 if t not in dropped)
+
+
+def topic_text(name: str, description: str) -> str:
+    """What a tool is about, without the verbs and fillers every tool shares (so embeddings
+    group tools by domain rather than by "Retrieve the current …" phrasing).
+
+    >>> topic_text("getBasketballScore", "Retrieve the score of a basketball game")
+    'basketball score game'
+    """
+    words = [w for w in (*split_name(name), *text_words(description))
+             if w not in GENERIC_TOOL_WORDS and w not in STOP_WORDS and w[0].isalpha()]
+    return " ".join(dict.fromkeys(words))
