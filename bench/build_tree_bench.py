@@ -2,17 +2,23 @@
 
 Builds a tree from `seal-tools.flat.catalog.json` (`build_tree_from_flat`: balanced k-means,
 6–12 children per router, routers named from their members' words, or by the model with
-`--name-with-model`), then routes the same dev queries through each tree step by step with the
-embedded model (`server.query_lint`: one constrained choice per level, following the model's
-picks; no argument generation) and reports leaf accuracy, top-level accuracy, tokens and calls
-per query, and tree statistics. Gold paths differ between trees, so gold leaves are mapped by
-leaf name (unique in seal-tools).
+`--name-with-model`), then for each tree reports:
+- routing with the embedded model, step by step (`server.query_lint`: one constrained choice
+  per level, following the model's picks; no argument generation): leaf and top-level
+  accuracy, prompt/prefill tokens and calls per query;
+- gold-path tokens: the prompts a run that chooses right would send (tokenised, no model), so
+  token costs compare even where the model stops early;
+- model-free navigability on more queries: descend by embedding cosine to each option's
+  description, or to each subtree's leaf centroid (the flat catalog's figure is plain
+  nearest-leaf retrieval);
+- tree statistics. Gold paths differ between trees, so gold leaves are mapped by leaf name
+  (unique in seal-tools).
 
 The dataset's root menu (146 fields, ~300-character descriptions) is 8,472 tokens: beyond the
 embedded model's 8,192-token context. So each tree also runs with option descriptions clipped
 to `--clip` characters (default 100), which fits.
 
-Run: `python -m stackroute.bench.build_tree_bench [--limit 40] [--smoke] [--out DIR]`.
+Run: `python -m stackroute.bench.build_tree_bench [--limit 10] [--smoke] [--out DIR]`.
 Queries: the first `--limit` single-tool dev queries (`--all-tags` for multi-tool ones too:
 then any gold leaf reached counts).
 """
@@ -96,15 +102,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.all_tags or "single-tool" in q.tags][:5 if args.smoke else
                                                           args.embedding_queries]
     embedder = CachedEmbedder.for_default_model()
+    flat = load_catalog(args.data / "seal-tools.flat.catalog.json")
     rows, descent = [], []
     for label, tree in (("seal-tools taxonomy", original), ("built from flat", built)):
         mapped = remap_gold_by_leaf_name(queries, tree)
         for clip in (None, args.clip):
-            rows.append(route_tree(label, tree, engine, mapped, clip=clip))
+            row = route_tree(label, tree, engine, mapped, clip=clip)
+            row.update(gold_path_tokens(tree, engine, remap_gold_by_leaf_name(more, tree),
+                                        clip=clip))
+            rows.append(row)
+    for label, tree in (("seal-tools taxonomy", original), ("built from flat", built),
+                        ("flat (nearest leaf)", flat)):
         descent.append({"tree": label, **embedding_descent(
             tree, embedder, remap_gold_by_leaf_name(more, tree))})
+    flat_tokens = gold_path_tokens(flat, engine, remap_gold_by_leaf_name(queries[:1], flat),
+                                   clip=None)["gold_path_prompt_tokens_mean"]
     return {
         "rows": rows,
+        "flat_menu_prompt_tokens": flat_tokens,  # one call over every leaf (no schemas)
         "embedding_descent": descent,
         "build": build_info,
         "queries": {"file": "dev.queries.jsonl", "num": len(queries),
@@ -144,6 +159,32 @@ def route_tree(label: str, tree: Any, engine: Any, queries: list[Any], *,
         "branching_by_level": [dict(b) for b in stats.branching_by_level],
         "errors": sorted({r.error.split(":")[0] for r in report.routes if r.error}),
     }
+
+
+def gold_path_tokens(tree: Any, engine: Any, queries: list[Any], *,
+                     clip: int | None) -> dict[str, Any]:
+    """Tokens of the routing prompts along each query's first gold path (no model call: what
+    a run that chooses right pays, whatever this model chooses). With the prefix cache, the
+    last prompt's length is about what gets prefilled."""
+    from stackroute.runtime.machine import StackMachine
+    from stackroute.runtime.prompt import PromptLayout, PromptStyle
+    from stackroute.runtime.router import ScriptedRouter
+
+    style = PromptStyle() if clip is None else PromptStyle(max_description_chars=clip)
+    machine = StackMachine(tree, ScriptedRouter([]), layout=PromptLayout(tree, style))
+    totals, lasts = [], []
+    for q in queries:
+        if not q.gold or q.gold[0] not in tree:
+            continue
+        path = q.gold[0].split("/")
+        sizes = [engine.count_tokens(machine.layout.routing_prompt(
+            machine.start(q.query, at="/".join(path[:depth])))) for depth in range(len(path))]
+        totals.append(sum(sizes))
+        lasts.append(sizes[-1])
+    n = max(len(totals), 1)
+    return {"gold_path_queries": len(totals),
+            "gold_path_prompt_tokens_mean": round(sum(totals) / n, 1),
+            "gold_path_last_prompt_tokens_mean": round(sum(lasts) / n, 1)}
 
 
 def embedding_descent(tree: Any, embedder: Any, queries: list[Any]) -> dict[str, Any]:
@@ -205,20 +246,24 @@ def _commit() -> str:
 
 def _print_table(r: dict[str, Any]) -> None:
     head = ("tree", "desc", "depth", "menu", "leaf acc", "top acc", "prompt tok/q",
-            "prefill tok/q", "calls/q", "root tok", "errors")
+            "prefill tok/q", "calls/q", "errors", "root tok", "gold-path tok", "last tok")
     lines = [head]
     for row in r["rows"]:
         lines.append((row["tree"], str(row["description_chars"]), str(row["depth"]),
                       str(row["max_menu"]), f"{row['leaf_accuracy']:.2f}",
                       f"{row['top_level_accuracy']:.2f}", f"{row['prompt_tokens_mean']:.0f}",
                       f"{row['prefill_tokens_mean']:.0f}", f"{row['model_calls_mean']:.1f}",
-                      str(row["root_prompt_tokens"]), str(row["num_errors"])))
+                      str(row["num_errors"]), str(row["root_prompt_tokens"]),
+                      f"{row['gold_path_prompt_tokens_mean']:.0f}",
+                      f"{row['gold_path_last_prompt_tokens_mean']:.0f}"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     for line in lines:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) + "\n")
     q = r["queries"]
     sys.stdout.write(f"{q['num']} dev queries ({q['selection']}); model {r['engine']['model']}; "
                      f"router names: {r['namer']}\n")
+    sys.stdout.write(f"flat catalog: one menu of every leaf, {r['flat_menu_prompt_tokens']:.0f} "
+                     "prompt tokens (without schemas)\n")
     for d in r["embedding_descent"]:
         sys.stdout.write(f"embedding descent, {d['tree']} ({d['num_queries']} queries): "
                          f"by option description {d['description_descent_accuracy']:.2f}, "
