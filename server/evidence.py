@@ -8,15 +8,12 @@ Leaves are kept in depth-first order, so every subtree is one contiguous span of
 router's score is a reduction over `scores[start:end]`.
 
 >>> import numpy as np
->>> from stackroute.runtime.tree import CapabilityTree, Node
->>> a = Node("a", ("r", "a"), "pay the water bill")
->>> b = Node("b", ("r", "b"), "split the rent")
->>> tree = CapabilityTree(Node("root", (), "", (Node("r", ("r",), "", (a, b)),)))
 >>> index = LeafIndex(paths=("r/a", "r/b"), report_paths=("r/a", "r/b"),
-...                   vectors=np.eye(2, dtype=np.float32), spans={"": (0, 2), "r": (0, 2)})
->>> evidence = index.evidence(np.array([0.8, 0.6], dtype=np.float32))
->>> evidence.best(), round(evidence.node_score("r"), 2)
-(('r/a', 0.8), 0.8)
+...                   vectors=np.eye(2, dtype=np.float32),
+...                   spans={"": (0, 2), "r": (0, 2), "r/a": (0, 1), "r/b": (1, 2)})
+>>> evidence = index.evidence(np.array([0.75, 0.5], dtype=np.float32))
+>>> evidence.best(), evidence.node_score("r"), evidence.outside_score("r/a")
+(('r/a', 0.75), 0.75, 0.5)
 """
 
 from __future__ import annotations
