@@ -65,7 +65,6 @@ from stackroute.grammars.menu import CompiledMenu, compile_menu
 from stackroute.grammars.schema import grammar_tokenizer_info
 from stackroute.grammars.trie import ROOT
 from stackroute.runtime.errors import InputError
-from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.tree import CapabilityTree
@@ -82,6 +81,7 @@ from stackroute.server.engines.base import (
     SamplingOptions,
     TokenLogprob,
 )
+from stackroute.server.engines.menu_variants import menu_variants
 from stackroute.server.engines.option_scoring import (
     NEAR_TIE_MARGIN,
     TokenStep,
@@ -236,11 +236,7 @@ class VllmEngine:
         """Compile every router's menus (their token tries) and warm every constraint vLLM
         compiles: each leaf's schema, and in constrained mode each menu's choice grammar."""
         started = time.perf_counter()
-        menus: list[tuple[str, ...]] = []
-        for node in tree.routers():
-            variants = [(CompletionState.DONE,)] if node.depth == 0 else [
-                (CompletionState.BACK,), (CompletionState.DONE,)]
-            menus += [node.child_names + tuple(s.value for s in v) for v in variants]
+        menus = menu_variants(tree)
         for menu in menus:
             self.compiled_menu(menu)
         schemas = [Constraint.json(leaf.parameters or {"type": "object", "properties": {}})
