@@ -3,7 +3,9 @@
 `create_app(settings)` builds the engine named by the settings when the app starts (or uses
 the one passed in, as tests do), sets up catalogs and sessions, and serves once all of it is
 ready: a configured catalog whose constraints do not compile stops the start-up with its
-error instead of failing the first request.
+error instead of failing the first request. The app closes the engine it built (a remote
+engine's connection pool, vLLM's engine process) at shutdown, or when start-up fails; an
+engine passed in stays its caller's to close.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from stackroute.server.app_state import AppState
 from stackroute.server.auth import ApiKeyAuth
 from stackroute.server.engine_import import import_engine_factory, is_import_path
 from stackroute.server.engine_queue import EngineQueue
-from stackroute.server.engines.base import ENGINES, Engine
+from stackroute.server.engines.base import ENGINES, ClosableEngine, Engine
 from stackroute.server.errors import (
     document_error_responses,
     error_responses,
@@ -67,6 +69,15 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         served = engine if engine is not None else await anyio.to_thread.run_sync(
             functools.partial(build_engine, settings))
+        try:
+            async with _serving(app, served):
+                yield
+        finally:
+            if engine is None:  # ours: built above
+                await _close_engine(served)
+
+    @asynccontextmanager
+    async def _serving(app: FastAPI, served: Engine) -> AsyncIterator[None]:
         state = AppState(settings=settings, engine=served, metrics=metrics, engine_queue=queue)
         app.state.stackroute = state
         metrics.bind(engine=served, queue=queue)
@@ -134,6 +145,19 @@ def build_engine(settings: ServerSettings) -> Engine:
         engine: Engine = import_engine_factory(settings.engine)(**options)
         return engine
     return ENGINES.create(settings.engine, **options)
+
+
+async def _close_engine(engine: Engine) -> None:
+    """`engine.close()` where it has one, in a worker thread (vLLM's joins its engine process);
+    a failure is logged, not raised, so the rest of the shutdown still runs."""
+    if not isinstance(engine, ClosableEngine):
+        return
+    try:
+        await anyio.to_thread.run_sync(engine.close)
+    except Exception:
+        log.exception("closing the engine failed", extra={"engine": engine.info.engine})
+    else:
+        log.info("engine closed", extra={"engine": engine.info.engine})
 
 
 def _routing_module() -> ModuleType | None:

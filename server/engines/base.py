@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import Prompt
@@ -128,6 +128,15 @@ class Engine(Protocol):
 
     def metrics(self) -> dict[str, float]:
         """Counters for /metrics: cache hits, prefilled vs cached tokens, compile time."""
+        ...
+
+
+@runtime_checkable
+class ClosableEngine(Protocol):
+    """An engine that holds resources (a connection pool, an engine process) also has
+    `close()`; whoever built the engine calls it once, when done (the app: at shutdown)."""
+
+    def close(self) -> None:
         ...
 
 

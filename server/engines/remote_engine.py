@@ -22,9 +22,12 @@ raises `OptionBiasError` rather than tilt numbers it cannot vouch for. (`logit_b
 substitute: it acts on single token ids, which this side does not know, and a constrained
 decoder spells options in non-canonical tokens the bias would miss.)
 
-Retries: connection failures, a dropped connection before the response, 429 (after its
-`Retry-After`), 502, 503 and 504, with exponential backoff and jitter. Every other error is
-raised at once: a 4xx is our request's fault and would fail again.
+Retries: connection failures, a dropped or reset connection, 429 (after its `Retry-After`),
+502, 503 and 504, with exponential backoff and jitter. Every other error is raised at once: a
+4xx is our request's fault and would fail again, and a timeout (`timeout_s`, end to end) would
+only wait again. What is raised says what the HTTP layer needs to answer for it (see
+`server/errors.py`): `RemoteUnavailableError` keeps the upstream's last status and its
+`Retry-After`, `RemoteTimeoutError` the limit, `RemoteFeatureError` the missing feature.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from typing import Any
 
 import httpx
 from stackroute.runtime.errors import InputError, StackrouteError
-from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.tree import CapabilityTree
@@ -61,6 +63,7 @@ from stackroute.server.engines.base import (
     SamplingOptions,
     TokenLogprob,
 )
+from stackroute.server.engines.menu_variants import menu_variants
 from stackroute.server.engines.option_scoring import (
     MASKED_LOGPROB,
     NEAR_TIE_MARGIN,
@@ -74,6 +77,10 @@ log = logging.getLogger(__name__)
 
 API_KEY_ENV = "STACKROUTE_REMOTE_API_KEY"
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
+OVERLOADED_STATUS = frozenset({429, 503})  # "busy, come back later", as opposed to broken
+# A request that never got an answer: safe to send again (menu calls are greedy, so a repeat
+# that did reach the server answers the same).
+_RETRYABLE_TRANSPORT = (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
 _CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too long|"
                             r"prompt_too_long|context_overflow", re.IGNORECASE)
 _WARM_UP_PROMPT = Prompt((Message("user", "Warm-up: answer with one option."),))
@@ -86,9 +93,27 @@ class RemoteEngineError(StackrouteError):
 
 
 class RemoteUnavailableError(RemoteEngineError):
-    """No answer after every retry (connection refused, 429/502/503/504 throughout)."""
+    """No answer after every retry (connection refused, 429/502/503/504 throughout).
+    `last_status` is the upstream's last HTTP status (None: no response at all) and
+    `retry_after_s` the `Retry-After` it sent with it, in seconds, if any. `is_overloaded`:
+    the upstream is busy rather than broken (it said 429 or 503, or every pooled connection
+    to it is in use)."""
 
     code = "remote_unavailable"
+
+    def __init__(self, message: str, *, last_status: int | None = None,
+                 retry_after_s: float | None = None, is_overloaded: bool | None = None) -> None:
+        self.last_status = last_status
+        self.retry_after_s = retry_after_s
+        self.is_overloaded = last_status in OVERLOADED_STATUS if is_overloaded is None \
+            else is_overloaded
+        super().__init__(message)
+
+
+class RemoteTimeoutError(RemoteEngineError):
+    """The upstream did not answer within `RemoteOptions.timeout_s` (not retried)."""
+
+    code = "remote_timeout"
 
 
 class RemoteRejectedError(RemoteEngineError):
@@ -151,7 +176,12 @@ class RemoteEngine:
         self.info = self._served_model(model)
 
     def close(self) -> None:
+        """Close the connection pool (idempotent)."""
         self._client.close()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._client.is_closed
 
     def __enter__(self) -> RemoteEngine:
         return self
@@ -182,12 +212,7 @@ class RemoteEngine:
     def prepare(self, tree: CapabilityTree) -> PrepareStats:
         """Send each router's menus and each leaf's schema once with `max_tokens=1`, so the
         server compiles (and caches) every constraint now, not on a user's first request."""
-        menus: list[Constraint] = []
-        for node in tree.routers():
-            states = [(CompletionState.DONE,)] if node.depth == 0 else [
-                (CompletionState.BACK,), (CompletionState.DONE,)]
-            menus += [Constraint.choice(node.child_names + tuple(s.value for s in v))
-                      for v in states]
+        menus = [Constraint.choice(menu) for menu in menu_variants(tree)]
         schemas = [Constraint.json(leaf.parameters or {"type": "object", "properties": {}})
                    for leaf in tree.leaves()]
         started = time.perf_counter()
@@ -289,42 +314,52 @@ class RemoteEngine:
                  body: dict[str, Any] | None = None) -> dict[str, Any]:
         """One request with retries on retryable failures only; the JSON body of a 2xx."""
         o = self.options
+        where = f"{method} {self._client.base_url}{path}"
         delay: float | None
         for attempt in range(o.max_retries + 1):
             self._count(requests=1)
+            status: int | None = None
+            retry_after_s: float | None = None
             try:
                 response = self._client.request(method, path, json=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as e:
+            except _RETRYABLE_TRANSPORT as e:
                 problem, delay = f"{type(e).__name__}: {e}", self._backoff(attempt)
+            except httpx.PoolTimeout as e:  # every pooled connection busy for timeout_s
+                raise RemoteUnavailableError(
+                    f"{where}: no free connection in {o.timeout_s:g} s (all "
+                    f"{o.max_connections} busy)", is_overloaded=True) from e
+            except httpx.TimeoutException as e:
+                raise RemoteTimeoutError(f"{where}: no answer within {o.timeout_s:g} s "
+                                         f"({type(e).__name__})") from e
+            except httpx.HTTPError as e:  # a proxy or protocol failure sending again won't fix
+                raise RemoteEngineError(f"{where}: {type(e).__name__}: {e}") from e
             else:
                 if response.status_code < 400:
-                    result: dict[str, Any] = response.json()
-                    return result
+                    return _json_of(response, where)
                 if response.status_code not in RETRYABLE_STATUS:
                     raise _rejected(response)
-                problem = f"HTTP {response.status_code}: {_error_message(response)}"
-                delay = self._retry_after(response, attempt)
+                status, retry_after_s = response.status_code, _retry_after_s(response)
+                problem = f"HTTP {status}: {_error_message(response)}"
+                delay = self._retry_delay(retry_after_s, attempt)
             if attempt == o.max_retries or delay is None:
                 break
             log.warning("remote %s %s failed (%s); retry %d in %.2f s", method, path, problem,
                         attempt + 1, delay)
             self._count(retries=1)
             time.sleep(delay)
-        raise RemoteUnavailableError(f"{method} {self._client.base_url}{path}: no answer after "
-                                     f"{attempt + 1} attempt(s); last: {problem}")
+        raise RemoteUnavailableError(f"{where}: no answer after {attempt + 1} attempt(s); "
+                                     f"last: {problem}", last_status=status,
+                                     retry_after_s=retry_after_s)
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.options.max_backoff_s, self.options.backoff_s * 2.0 ** attempt)
         return float(delay * (0.5 + 0.5 * self._random.random()))
 
-    def _retry_after(self, response: httpx.Response, attempt: int) -> float | None:
-        """The server's `Retry-After` in seconds (None: longer than we wait), else backoff."""
-        value = response.headers.get("retry-after", "")
-        try:
-            seconds = float(value)
-        except ValueError:
+    def _retry_delay(self, retry_after_s: float | None, attempt: int) -> float | None:
+        """The server's `Retry-After` (None: longer than we wait), else backoff."""
+        if retry_after_s is None:
             return self._backoff(attempt)
-        return seconds if 0 <= seconds <= self.options.max_retry_after_s else None
+        return retry_after_s if retry_after_s <= self.options.max_retry_after_s else None
 
     def _served_model(self, model: str | None) -> EngineInfo:
         try:
@@ -446,6 +481,27 @@ def _usage(raw: Mapping[str, Any], latency_ms: float) -> Usage:
     return Usage(model_calls=1, prompt_tokens=prompt, prefill_tokens=max(0, prompt - cached),
                  cached_tokens=cached, generated_tokens=int(raw.get("completion_tokens") or 0),
                  latency_ms=latency_ms)
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """`Retry-After` in seconds when it is a number of seconds (an HTTP date: None)."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds < math.inf else None
+
+
+def _json_of(response: httpx.Response, where: str) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError as error:
+        raise RemoteFeatureError(f"{where}: HTTP {response.status_code} but not the JSON an "
+                                 f"OpenAI-compatible server sends: {response.text[:200]!r}"
+                                 ) from error
+    if not isinstance(data, dict):
+        raise RemoteFeatureError(f"{where}: expected a JSON object, got {json.dumps(data)[:200]}")
+    return data
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -20,8 +20,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from live_server import serve, server_settings
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.errors import InputError
@@ -38,9 +36,9 @@ from stackroute.server.engines.remote_engine import (
     RemoteRejectedError,
     RemoteUnavailableError,
 )
+from upstream_kit import FAST_RETRY, OK, UNAVAILABLE, Script, completion, fake_server
 
 SYSTEM = Message("system", "You route requests to tools. Answer with one option name.")
-FAST_RETRY = RemoteOptions(backoff_s=0.01, max_backoff_s=0.05, max_retries=3, timeout_s=30)
 MENUS = [
     ("search_web", "create_ticket", "ask_user", "DONE"),
     ("pay", "payment", "payments_history", "BACK", "DONE"),  # shared prefixes
@@ -180,50 +178,6 @@ def test_api_key_is_sent_and_a_wrong_one_is_refused(engine: Any, tmp_path: Path)
 
 
 # -- against fake servers -------------------------------------------------------------------------
-class Script:
-    """What a fake server answers, in order; the last answer repeats."""
-
-    def __init__(self, *answers: tuple[int, dict[str, Any], dict[str, str]]) -> None:
-        self.answers = list(answers)
-        self.bodies: list[dict[str, Any]] = []
-
-    def next(self) -> tuple[int, dict[str, Any], dict[str, str]]:
-        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-
-def fake_server(chat: Script, models: Script | None = None) -> FastAPI:
-    app = FastAPI()
-    listed = models or Script((200, {"data": [{"id": "fake", "max_model_len": 2048}]}, {}))
-
-    @app.get("/v1/models")
-    async def list_models() -> JSONResponse:
-        status, body, headers = listed.next()
-        return JSONResponse(body, status_code=status, headers=headers)
-
-    @app.post("/v1/chat/completions")
-    async def complete(request: Request) -> JSONResponse:
-        chat.bodies.append(await request.json())
-        status, body, headers = chat.next()
-        return JSONResponse(body, status_code=status, headers=headers)
-
-    return app
-
-
-def completion(text: str, *, finish: str = "stop",
-               logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    if logprobs is None:
-        logprobs = [{"token": text, "logprob": -0.1, "bytes": list(text.encode()),
-                     "top_logprobs": [{"token": text, "logprob": -0.1},
-                                      {"token": "b" if text == "a" else "a",
-                                       "logprob": math.log(1 - math.exp(-0.1))}]}]
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish, "logprobs": {"content": logprobs}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11,
-                      "prompt_tokens_details": {"cached_tokens": 4}}}
-
-
-OK = (200, completion("a"), {})
-UNAVAILABLE = (503, {"error": {"message": "warming up"}}, {})
 PROMPT = menu_prompt("pick a", ("a", "b"))
 
 
