@@ -3,7 +3,9 @@
 Plain routing (the paper's hierarchy) is one constrained choice per menu. With
 `RouterOptions.recovery` set, each menu goes through `recovery.py` instead: the evidence prior,
 the neutral contrast, backtracking, the beam and the fallback, each switchable, all recorded
-in `Decision.detail`.
+in `Decision.detail`. With `RouterOptions.speculation` set, plain routing verifies drafted
+paths in one pass where the engine can (`speculation.py`); decisions stay those of plain
+routing.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 from stackroute.server.evidence import EvidenceSource, LeafIndex, TextEmbedder
 from stackroute.server.recovery import MenuStep, RecoveryOptions, RecoveryPolicy
 from stackroute.server.scoring import MenuScorer
+from stackroute.server.speculation import DraftSource, RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,12 @@ EMPTY_OBJECT_SCHEMA = {"type": "object", "properties": {}}
 class RouterOptions:
     max_argument_tokens: int = 384
     recovery: RecoveryOptions | None = None  # None: plain routing, one call per menu
+    speculation: DraftSource = DraftSource.OFF  # plain routing only: drafts to verify
+
+    def __post_init__(self) -> None:
+        if self.recovery is not None and self.speculation is not DraftSource.OFF:
+            raise ValueError("speculative routing reproduces plain routing's decisions; it "
+                             "cannot be combined with recovery options")
 
 
 class EngineRouter:
@@ -44,10 +53,12 @@ class EngineRouter:
     arguments under the leaf's JSON-schema constraint (so both are always valid)."""
 
     def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
-                 evidence: EvidenceSource | None = None) -> None:
+                 evidence: EvidenceSource | None = None,
+                 speculator: Speculator | None = None) -> None:
         self.engine = engine
         self.options = options or RouterOptions()
         self.policy: RecoveryPolicy | None = None
+        self.speculator = speculator
         recovery = self.options.recovery
         if recovery is not None:
             if recovery.needs_evidence and evidence is None:
@@ -62,6 +73,8 @@ class EngineRouter:
     def route(self, request: RoutingRequest) -> Decision:
         step = self._menu_step(request)
         child = request.node.child(step.choice)
+        if child is not None and child.is_leaf and self.speculator is not None:
+            self.speculator.record(request, child)
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
@@ -84,6 +97,11 @@ class EngineRouter:
     def _menu_step(self, request: RoutingRequest) -> MenuStep:
         if self.policy is not None:
             return self.policy.decide(request)
+        if self.speculator is not None:
+            return self.speculator.step(request, self._plain_step)
+        return self._plain_step(request)
+
+    def _plain_step(self, request: RoutingRequest) -> MenuStep:
         result = self.engine.choose(request.prompt, request.menu.options)
         return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
                         {"margin": result.margin})
@@ -113,6 +131,7 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
                   options: RouterOptions | None = None,
                   embedder: TextEmbedder | None = None,
                   evidence: EvidenceSource | None = None,
+                  route_cache: RouteCache | None = None,
                   style: PromptStyle | None = None) -> StackMachine:
     """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
     schema, as the paper's flat baseline does) routed by `engine`.
@@ -120,6 +139,8 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     `options.recovery` switches on routing that can change its mind (None: plain routing);
     when it needs leaf evidence, `evidence` is used, or one is built over the (possibly
     flattened) tree with `embedder` (default: the offline MiniLM).
+    `options.speculation` drafts from that evidence and/or `route_cache` (a fresh one when
+    None; pass one to share routes between machines over the same catalog).
     `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
     if is_flat and any(not c.is_leaf for c in tree.root.children):
         tree = flatten(tree)
@@ -127,9 +148,19 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     base = style or PromptStyle()
     layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
                                             max_description_chars=base.max_description_chars))
-    if options.recovery is None or not options.recovery.needs_evidence:
+    source = options.speculation
+    needs_evidence = (options.recovery is not None and options.recovery.needs_evidence) or \
+        source in (DraftSource.EVIDENCE, DraftSource.BOTH)
+    if not needs_evidence:
         evidence = None
     elif evidence is None:
         evidence = evidence_for_tree(tree, embedder)
-    return StackMachine(tree, EngineRouter(engine, options, evidence=evidence),
-                        executor=executor, layout=layout, limits=limits)
+    speculator = None
+    if source is not DraftSource.OFF and not is_flat:
+        if route_cache is None and source in (DraftSource.ROUTES, DraftSource.BOTH):
+            route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
+        drafter = make_drafter(source, evidence=evidence, routes=route_cache)
+        speculator = None if drafter is None else Speculator(engine, drafter)
+    router = EngineRouter(engine, options, evidence=evidence if options.recovery else None,
+                          speculator=speculator)
+    return StackMachine(tree, router, executor=executor, layout=layout, limits=limits)

@@ -28,7 +28,6 @@ from stackroute.grammars.schema import (
     compile_schema,
     grammar_tokenizer_info,
 )
-from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
@@ -43,6 +42,8 @@ from stackroute.server.engines.base import (
     SamplingOptions,
     TokenLogprob,
 )
+from stackroute.server.engines.menu_variants import menu_variants
+from stackroute.server.engines.verification import PathLayoutError, PathLevel
 from stackroute.server.model_store import LoadedModel, load_model, resolve_model
 from stackroute.server.prefix_cache import PrefixCache
 from stackroute.server.rendering import ChatRenderer
@@ -105,14 +106,10 @@ class TransformersEngine:
     def prepare(self, tree: CapabilityTree) -> PrepareStats:
         """Compile each router's menus (with DONE, and with BACK) and each leaf's schema."""
         started = time.perf_counter()
-        num_menus = num_schemas = 0
-        for node in tree.routers():
-            names = node.child_names
-            variants = [(CompletionState.DONE,)] if node.depth == 0 else [
-                (CompletionState.BACK,), (CompletionState.DONE,)]
-            for states in variants:
-                self.compiled_menu(names + tuple(s.value for s in states))
-                num_menus += 1
+        menus = menu_variants(tree)
+        for menu in menus:
+            self.compiled_menu(menu)
+        num_menus, num_schemas = len(menus), 0
         for leaf in tree.leaves():
             self.compiled_grammar(Constraint.json(leaf.parameters or {"type": "object",
                                                                       "properties": {}}))
@@ -149,6 +146,46 @@ class TransformersEngine:
         probabilities = {o: math.exp(lp) for o, lp in choice.option_logprobs.items()}
         return MenuResult(choice=choice.choice, probabilities=probabilities,
                           margin=choice.margin, usage=usage)
+
+    def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
+        """Every level's constrained choice under its drafted context, from one forward pass
+        (plus causal prefill chunks of a long uncached head): the last level's prompt runs
+        causally and each level's menu trie hangs off that level's last prompt position under
+        the tree mask, so level k sees exactly the tokens step-by-step routing would show it
+        had the model answered the drafted names above it."""
+        if not levels:
+            raise ValueError("verify_path needs at least one level")
+        started = time.perf_counter()
+        menus = [self.compiled_menu(level.options) for level in levels]
+        prompts = [self.renderer.prompt_ids(level.prompt) for level in levels]
+        for k, (level, menu) in enumerate(zip(levels[:-1], menus, strict=False)):
+            if level.draft not in menu.options:
+                raise ValueError(f"level {k}: draft {level.draft!r} is not one of "
+                                 f"{list(menu.options)}")
+            expected = prompts[k] + list(menu.sequence(level.draft))
+            if prompts[k + 1][:len(expected)] != expected:
+                raise PathLayoutError(
+                    f"level {k + 1}'s prompt does not extend level {k}'s prompt and the "
+                    f"answer {level.draft!r}; the path cannot be verified in one pass")
+        self._check_context(len(prompts[-1]) + max(len(s) for m in menus for s in m.sequences))
+        with self._lock:
+            rows, num_cached, passes = self._forward_path(prompts, menus)
+        self._counters["menu_calls"] += 1
+        results = []
+        for k, (ids, menu, level_rows) in enumerate(zip(prompts, menus, rows, strict=True)):
+            choice = menu.decide(lambda node, r=level_rows: r[node])  # type: ignore[misc]
+            usage = Usage(prompt_tokens=len(ids),
+                          generated_tokens=len(menu.sequence(choice.choice)))
+            if k == 0:
+                usage = usage + Usage(
+                    model_calls=1, prefill_tokens=len(prompts[-1]) - num_cached,
+                    cached_tokens=num_cached, forward_passes=passes,
+                    latency_ms=(time.perf_counter() - started) * 1e3)
+            results.append(MenuResult(
+                choice=choice.choice,
+                probabilities={o: math.exp(lp) for o, lp in choice.option_logprobs.items()},
+                margin=choice.margin, usage=usage))
+        return results
 
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
@@ -206,16 +243,9 @@ class TransformersEngine:
         hit = self.cache.lookup(ids, max_tokens=len(ids) - 1) if self.is_cache_enabled else None
         num_cached = hit.num_tokens if hit is not None else 0
         kv = hit.kv if hit is not None and hit.kv is not None else self._new_kv()
-        new = list(ids[num_cached:])
-        passes = 0
         # Chunks before the last one: plain causal prefill.
-        while len(new) > self.prefill_chunk_tokens:
-            chunk, new = new[: self.prefill_chunk_tokens], new[self.prefill_chunk_tokens:]
-            with torch.inference_mode():
-                self.model(input_ids=torch.tensor([chunk]), cache=kv, use_cache=True,
-                           logits_to_keep=1)
-            passes += 1
-        past = kv.get_seq_length()
+        past, passes = self._prefill_chunks(ids, kv, num_cached, until=len(ids))
+        new = list(ids[past:])
         with torch.inference_mode():
             if menu is None:
                 out = self.model(input_ids=torch.tensor([new]), cache=kv,
@@ -234,6 +264,71 @@ class TransformersEngine:
         self._counters["prefill_tokens"] += len(ids) - num_cached
         self._counters["cached_tokens"] += num_cached
         return logits, kv, num_cached, passes
+
+    def _forward_path(self, prompts: Sequence[Sequence[int]], menus: Sequence[CompiledMenu],
+                      ) -> tuple[list[dict[int, np.ndarray[Any, Any]]], int, int]:
+        """Run the last prompt (uncached part) with every level's trie attached after its own
+        prompt. Returns per level the logits rows by trie node (`-1`: the level's last prompt
+        position), the cached length and the passes run. The prefix cache gets the last
+        prompt's KV, so the frames of an accepted path find their prefixes cached."""
+        torch = self._torch
+        main, first = prompts[-1], len(prompts[0])
+        hit = self.cache.lookup(main, max_tokens=first - 1) if self.is_cache_enabled else None
+        num_cached = hit.num_tokens if hit is not None else 0
+        kv = hit.kv if hit is not None and hit.kv is not None else self._new_kv()
+        past, passes = self._prefill_chunks(main, kv, num_cached, until=first)
+        tail = list(main[past:])
+        n_tail, n_tries = len(tail), sum(m.num_nodes for m in menus)
+        q = n_tail + n_tries
+        mask = torch.zeros((1, 1, q, past + q), dtype=torch.bool)
+        mask[..., :past] = True
+        mask[0, 0, :n_tail, past:past + n_tail] = torch.tril(
+            torch.ones(n_tail, n_tail, dtype=torch.bool))
+        tokens, positions, keep = list(tail), list(range(past, past + n_tail)), []
+        offset = n_tail
+        for ids, menu in zip(prompts, menus, strict=True):
+            end, n = len(ids), menu.num_nodes
+            mask[0, 0, offset:offset + n, past:end] = True  # the level's prompt, no further
+            mask[0, 0, offset:offset + n, past + offset:past + offset + n] = torch.from_numpy(
+                np.array(menu.ancestor_matrix(), dtype=np.bool_))
+            tokens.extend(menu.flat_token_ids)
+            positions.extend(end + d - 1 for d in menu.flat_depth)
+            keep.append(end - 1 - past)
+            keep.extend(range(offset, offset + n))
+            offset += n
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.tensor([tokens]), cache=kv, attention_mask=mask,
+                             position_ids=torch.tensor([positions]), use_cache=True,
+                             logits_to_keep=torch.tensor(keep))
+            kv.crop(-n_tries)
+        passes += 1
+        logits = out.logits[0].float().numpy()
+        rows: list[dict[int, np.ndarray[Any, Any]]] = []
+        at = 0
+        for menu in menus:
+            rows.append({-1: logits[at]} | {i: logits[at + 1 + i] for i in range(menu.num_nodes)})
+            at += 1 + menu.num_nodes
+        if self.is_cache_enabled:
+            self.cache.insert(main, kv)
+        self._counters["forward_passes"] += passes
+        self._counters["prefill_tokens"] += len(main) - num_cached
+        self._counters["cached_tokens"] += num_cached
+        return rows, num_cached, passes
+
+    def _prefill_chunks(self, ids: Sequence[int], kv: Any, start: int, *, until: int,
+                        ) -> tuple[int, int]:
+        """Causal prefill of `ids[start:]` in chunks while more than one chunk remains before
+        `until`; returns the position reached and the passes run."""
+        torch = self._torch
+        pos, passes = start, 0
+        while until - pos > self.prefill_chunk_tokens:
+            chunk = list(ids[pos:pos + self.prefill_chunk_tokens])
+            with torch.inference_mode():
+                self.model(input_ids=torch.tensor([chunk]), cache=kv, use_cache=True,
+                           logits_to_keep=1)
+            pos += len(chunk)
+            passes += 1
+        return pos, passes
 
     def _new_kv(self) -> Any:
         from transformers import DynamicCache

@@ -1,0 +1,55 @@
+"""The routing calls a drafted path would make, predicted without running the machine.
+
+Speculative routing checks a drafted path root → … → leaf in one model pass. For that it needs
+the prompt and menu the step-by-step machine would build at every level had the model chosen
+the drafted names. Descending into a router is one fixed transition (the answer turn, then
+the child's fresh frame with its menu turn), so the requests below the current one follow from
+it alone. The machine stays the judge: a router that receives a predicted decision checks that
+the request it is asked about is the one predicted (see `matches`), so a limit or anything
+else the prediction did not model only costs the speculation, never a wrong decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from stackroute.runtime.errors import StateError
+from stackroute.runtime.menu import CompletionState, Menu
+from stackroute.runtime.prompt import answer
+from stackroute.runtime.router import RoutingRequest
+
+
+def descend(request: RoutingRequest, choice: str) -> RoutingRequest:
+    """The request the machine makes next when `request` is answered with router `choice`."""
+    child = request.child(choice)
+    if child.is_leaf:
+        raise StateError(f"{child.path_str!r} is a leaf; only a router opens a frame")
+    menu = Menu(node_path=child.path_str, children=child.child_names,
+                states=(CompletionState.BACK,))
+    prompt = request.prompt.extend(answer(choice), request.layout.menu_turn(child))
+    return replace(request, step=request.step + 1, depth=request.depth + 1, node=child,
+                   menu=menu, prompt=prompt)
+
+
+def drafted_requests(request: RoutingRequest, draft: Sequence[str]) -> list[RoutingRequest]:
+    """The request at every level of `draft` (names from `request.node` down, each a router
+    but the last): `request` itself first, then one per router entered."""
+    if not draft:
+        raise ValueError("a draft names at least one option")
+    requests = [request]
+    for choice in draft[:-1]:
+        requests.append(descend(requests[-1], choice))
+    last = requests[-1]
+    if draft[-1] not in last.menu:
+        raise StateError(f"draft option {draft[-1]!r} is not on the menu at "
+                         f"{last.node.path_str or '<root>'}: {list(last.menu.options)}")
+    return requests
+
+
+def matches(predicted: RoutingRequest, actual: RoutingRequest) -> bool:
+    """Whether the machine asked exactly what was predicted (same run, step, node, menu and
+    prompt), so a decision computed for the prediction is the decision for `actual`."""
+    return (predicted.run_id == actual.run_id and predicted.step == actual.step
+            and predicted.node.path == actual.node.path and predicted.menu == actual.menu
+            and predicted.prompt == actual.prompt)

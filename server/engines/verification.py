@@ -1,0 +1,45 @@
+"""Path verification: the optional engine capability speculative routing needs.
+
+An engine that can verify a drafted path takes the routing calls a path root → … → leaf
+would make (each level's prompt extends the previous one by the drafted answer and the next
+menu turn) and returns, for every level, the constrained choice the model makes given that
+level's prompt — all from one forward pass where the engine can. Whether a level's result is
+the step-by-step decision is the caller's call (it is when every earlier level's choice
+equals its drafted name); the engine only computes.
+
+The transformers engine implements it natively (tree attention over every level's menu
+trie). vLLM and the remote engine do not: vLLM scores prompt positions only through prompt
+logprobs, which bypass its prefix cache and cannot apply a menu constraint per level, so
+those engines route step by step (`docs/architecture.md`, speculative routing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from stackroute.server.engines.base import MenuResult, PromptInput
+
+
+@dataclass(frozen=True)
+class PathLevel:
+    """One level of a drafted path: the prompt and menu step-by-step routing would see there,
+    and the name the draft answers."""
+
+    prompt: PromptInput
+    options: tuple[str, ...]
+    draft: str
+
+
+class PathLayoutError(ValueError):
+    """A drafted path whose prompts are not append-only (level k + 1's tokens do not start
+    with level k's prompt and drafted answer), so one pass cannot stand for the levels."""
+
+
+@runtime_checkable
+class PathVerifier(Protocol):
+    def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
+        """Every level's constrained choice under its drafted context, in order. The first
+        result carries the pass's cost; later ones only their own prompt and answer tokens."""
+        ...

@@ -1,0 +1,291 @@
+"""Speculative routing: draft a path root → … → leaf, verify it in one model pass, keep the
+decisions step-by-step routing would have made.
+
+A `Speculator` sits inside `EngineRouter`. At a routing call with no verified decision
+waiting, it asks its drafter for a path from the current node down to a leaf; when the path
+has two levels or more and the engine can verify paths, the engine computes the model's
+constrained choice at every drafted level in one pass (`verification.py`). The decisions
+kept are exactly those of greedy step-by-step routing: level 1 always (its context is the
+real one), and level k + 1 while every level up to k chose its drafted name — like the
+bonus token of speculative decoding, the first disagreement is itself a correct decision.
+A level whose closest call (`margin`) is under `min_margin` is not trusted, since one long
+pass and several short ones can round differently; routing goes step by step from there.
+
+Kept decisions wait, per run, for the routing calls the machine makes next; each is handed
+out only if the machine asks exactly the predicted request (`runtime/speculation.py`), so a
+limit, a resume in another process or anything else unforeseen costs the speculation only.
+
+Drafts come from leaf evidence (the embedding index's best leaf not yet called under the
+current node), from a cache of the routes the model took for earlier requests (exact text,
+else the nearest request by embedding above a similarity floor), or from both (the route
+cache first). Each decision's `detail["speculation"]` records the level, the draft, its
+source and whether the model agreed; the first level's usage counts the levels speculated
+and accepted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+import numpy as np
+from numpy.typing import NDArray
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.speculation import drafted_requests, matches
+from stackroute.runtime.tree import Node
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import Engine, MenuResult
+from stackroute.server.engines.verification import PathLayoutError, PathLevel, PathVerifier
+from stackroute.server.evidence import EvidenceSource, TextEmbedder
+from stackroute.server.recovery import MenuStep
+
+DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1e-6
+DEFAULT_MAX_LEVELS = 8
+MAX_RUNS_WAITING = 1024
+
+
+class DraftSource(StrEnum):
+    OFF = "off"
+    EVIDENCE = "evidence"
+    ROUTES = "routes"
+    BOTH = "both"
+
+
+@dataclass(frozen=True)
+class Draft:
+    names: tuple[str, ...]  # from the current node down; every name a router but the last
+    source: str
+
+
+class Drafter:
+    def draft(self, request: RoutingRequest) -> Draft | None:
+        raise NotImplementedError
+
+    def record(self, request: RoutingRequest, leaf: Node) -> None:
+        """The router chose `leaf` for `request` (drafters that learn from routes use it)."""
+
+
+class EvidenceDrafter(Drafter):
+    """The best leaf by embedding under the current node, skipping leaves already called."""
+
+    def __init__(self, evidence: EvidenceSource) -> None:
+        self.evidence = evidence
+
+    def draft(self, request: RoutingRequest) -> Draft | None:
+        scores = self.evidence.for_request(request.task).without(request.calls)
+        path, score = scores.best(request.node.path_str)
+        if not np.isfinite(score):
+            return None
+        return _draft_to(request, path, "evidence")
+
+
+class RouteCache(Drafter):
+    """The leaves the model chose for earlier requests, looked up by exact text or by the
+    nearest earlier request (cosine of sentence embeddings at least `min_similarity`).
+    Bounded LRU over requests; thread-safe."""
+
+    def __init__(self, embedder: TextEmbedder | None = None, *, min_similarity: float = 0.9,
+                 max_requests: int = 4096) -> None:
+        self.embedder = embedder
+        self.min_similarity = min_similarity
+        self.max_requests = max_requests
+        self._routes: OrderedDict[str, list[str]] = OrderedDict()  # task -> leaf paths
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+    def record(self, request: RoutingRequest, leaf: Node) -> None:
+        vector = None
+        if self.embedder is not None and request.task not in self._vectors:
+            vector = _unit(self.embedder.embed([request.task])[0])
+        with self._lock:
+            route = self._routes.setdefault(request.task, [])
+            self._routes.move_to_end(request.task)
+            if vector is not None:
+                self._vectors[request.task] = vector
+            # The first leaf chosen for each call of the run: a greedy model asked the same
+            # request again walks to it first (later choices for the same call number
+            # follow a misstep or a rejection, which a draft from the top cannot predict).
+            if len(request.calls) >= len(route):
+                route.append(leaf.path_str)
+            while len(self._routes) > self.max_requests:
+                old, _ = self._routes.popitem(last=False)
+                self._vectors.pop(old, None)
+
+    def draft(self, request: RoutingRequest) -> Draft | None:
+        route = self._lookup(request.task)
+        if route is None:
+            return None
+        called = set(request.calls)
+        prefix = request.node.path_str
+        for path in route:
+            if path not in called and (not prefix or path.startswith(prefix + "/")):
+                return _draft_to(request, path, "routes")
+        return None
+
+    def _lookup(self, task: str) -> list[str] | None:
+        with self._lock:
+            route = self._routes.get(task)
+            if route is not None:
+                return list(route)
+            if self.embedder is None or not self._vectors:
+                return None
+            tasks = list(self._vectors)
+            matrix = np.stack([self._vectors[t] for t in tasks])
+        similarity = matrix @ _unit(self.embedder.embed([task])[0])
+        best = int(np.argmax(similarity))
+        if float(similarity[best]) < self.min_similarity:
+            return None
+        with self._lock:
+            found = self._routes.get(tasks[best])
+            return None if found is None else list(found)
+
+
+class FirstDraft(Drafter):
+    """The first drafter that has a draft (e.g. the route cache, then evidence)."""
+
+    def __init__(self, drafters: Sequence[Drafter]) -> None:
+        self.drafters = list(drafters)
+
+    def draft(self, request: RoutingRequest) -> Draft | None:
+        for drafter in self.drafters:
+            found = drafter.draft(request)
+            if found is not None:
+                return found
+        return None
+
+    def record(self, request: RoutingRequest, leaf: Node) -> None:
+        for drafter in self.drafters:
+            drafter.record(request, leaf)
+
+
+@dataclass
+class _Waiting:
+    request: RoutingRequest
+    step: MenuStep
+
+
+class Speculator:
+    """Drafts, verifies and hands out the verified decisions of one router."""
+
+    def __init__(self, engine: Engine, drafter: Drafter, *,
+                 min_margin: float = DEFAULT_MIN_MARGIN,
+                 max_levels: int = DEFAULT_MAX_LEVELS) -> None:
+        if max_levels < 2:
+            raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
+        self.engine = engine
+        self.verifier = engine if isinstance(engine, PathVerifier) else None
+        self.drafter = drafter
+        self.min_margin = min_margin
+        self.max_levels = max_levels
+        self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def step(self, request: RoutingRequest,
+             step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
+        waiting = self._take(request)
+        if waiting is not None:
+            return waiting
+        draft = None if self.verifier is None else self.drafter.draft(request)
+        if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
+            return step_by_step(request)
+        names = draft.names[:self.max_levels]
+        requests = drafted_requests(request, names)
+        try:
+            results = self.verifier.verify_path(  # type: ignore[union-attr]
+                [PathLevel(r.prompt, r.menu.options, name)
+                 for r, name in zip(requests, names, strict=True)])
+        except PathLayoutError:  # a name that tokenises differently inside the turn
+            return step_by_step(request)
+        kept = self._kept(results, names)
+        if not kept:  # even level 1 was too close to call from the long pass
+            fallback = step_by_step(request)
+            return replace(fallback, usage=results[0].usage + fallback.usage, detail={
+                **fallback.detail, "speculation": {"levels": len(names), "accepted": 0,
+                                                   "source": draft.source,
+                                                   "fallback": "margin"}})
+        accepted = sum(results[k].choice == names[k] for k in range(len(kept)))
+        steps = []
+        for k in range(len(kept)):
+            usage = results[k].usage
+            if k == 0:
+                usage = usage + Usage(speculated_levels=len(names), accepted_levels=accepted)
+            steps.append(MenuStep(results[k].choice, results[k].probabilities,
+                                  results[k].margin, usage, {
+                                      "margin": results[k].margin, "speculation": {
+                                          "level": k, "levels": len(names),
+                                          "draft": names[k], "source": draft.source,
+                                          "accepted": results[k].choice == names[k]}}))
+        with self._lock:
+            self._waiting.pop(request.run_id, None)
+            if len(steps) > 1:
+                self._waiting[request.run_id] = deque(
+                    _Waiting(r, s) for r, s in zip(requests[1:], steps[1:], strict=False))
+                while len(self._waiting) > MAX_RUNS_WAITING:
+                    self._waiting.popitem(last=False)
+        return steps[0]
+
+    def record(self, request: RoutingRequest, leaf: Node) -> None:
+        self.drafter.record(request, leaf)
+
+    def _kept(self, results: Sequence[MenuResult], names: Sequence[str]) -> list[MenuResult]:
+        kept: list[MenuResult] = []
+        for result, name in zip(results, names, strict=True):
+            if result.margin < self.min_margin:
+                break
+            kept.append(result)
+            if result.choice != name:
+                break
+        return kept
+
+    def _take(self, request: RoutingRequest) -> MenuStep | None:
+        with self._lock:
+            queue = self._waiting.get(request.run_id)
+            if not queue:
+                return None
+            head = queue.popleft()
+            if not queue:
+                del self._waiting[request.run_id]
+            if not matches(head.request, request):
+                self._waiting.pop(request.run_id, None)
+                return None
+            return head.step
+
+
+def _draft_to(request: RoutingRequest, leaf_path: str, source: str) -> Draft | None:
+    """The names from `request.node` down to the leaf at `leaf_path`, if it lies below."""
+    leaf = request.layout.tree.get(leaf_path)
+    node = request.node
+    if leaf is None or leaf.path[:node.depth] != node.path or len(leaf.path) <= node.depth:
+        return None
+    return Draft(names=leaf.path[node.depth:], source=source)
+
+
+def _unit(vector: NDArray[np.float32]) -> NDArray[np.float32]:
+    norm = float(np.linalg.norm(vector))
+    result: NDArray[np.float32] = vector / norm if norm > 0 else vector
+    return result
+
+
+def make_drafter(source: DraftSource, *, evidence: EvidenceSource | None,
+                 routes: RouteCache | None) -> Drafter | None:
+    """The drafter for `source`; None when speculation is off."""
+    if source is DraftSource.OFF:
+        return None
+    if source in (DraftSource.EVIDENCE, DraftSource.BOTH) and evidence is None:
+        raise ValueError(f"speculation {source.value!r} drafts from leaf evidence; none given")
+    if source in (DraftSource.ROUTES, DraftSource.BOTH) and routes is None:
+        raise ValueError(f"speculation {source.value!r} drafts from a route cache; none given")
+    if source is DraftSource.EVIDENCE:
+        assert evidence is not None
+        return EvidenceDrafter(evidence)
+    if source is DraftSource.ROUTES:
+        assert routes is not None
+        return routes
+    assert evidence is not None and routes is not None
+    return FirstDraft([routes, EvidenceDrafter(evidence)])
