@@ -1,5 +1,5 @@
 """The `stackroute` command line (DESIGN.md, "What a user gets"). Each command imports what it
-needs when it runs, so `lint` and `trace` never load torch."""
+needs when it runs, so `lint --no-overlaps` and `trace` never load torch."""
 
 from __future__ import annotations
 
@@ -28,47 +28,159 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+OverlapsOpt = Annotated[bool, typer.Option(
+    "--overlaps/--no-overlaps", help="overlap checks with the embedding model (sibling and "
+    "subtree similarity, near-duplicate leaves, repeated names); --no-overlaps is the fast "
+    "runtime lint, no torch")]
+
+
 @app.command()
 def lint(
     catalog: Path,
-    queries: Annotated[Path | None, typer.Option("--queries")] = None,
+    overlaps: OverlapsOpt = True,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="JSONL sample queries with gold paths (FORMAT.md): route them and "
+        "report which branches attract wrong choices")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help="route at most N of the --queries")] = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate a catalog, print its statistics and every problem; exit 1 on errors."""
-    from stackroute.runtime.lint import lint_file
+    from stackroute.runtime.errors import StackrouteError
 
-    report = lint_file(catalog)
-    if queries is not None:
-        err_console.print("[yellow]--queries (routing sample queries) is not built yet; "
-                          "ignored[/yellow]")
+    if overlaps or queries is not None:
+        _limit_threads()
+    try:
+        out = _lint_report(catalog, overlaps=overlaps)
+        confusion = None
+        if queries is not None and not out["errors"]:
+            confusion = _query_confusion(catalog, queries, limit=limit,
+                                         engine=_engine(engine, model, base_url))
+    except StackrouteError as e:
+        raise _fail(e) from e
+    if confusion is not None:
+        out["queries"] = confusion.to_dict()
     if as_json:
-        _print_json(report.to_dict())
+        _print_json(out)
     else:
-        _print_lint(report)
-    raise typer.Exit(0 if report.is_ok else 1)
+        _print_lint(out)
+        if confusion is not None:
+            console.print(f"\n[bold]--queries {escape(str(queries))}[/bold]")
+            console.print(confusion.render_text(), markup=False, highlight=False,
+                          soft_wrap=True)
+    raise typer.Exit(1 if out["errors"] else 0)
 
 
-def _print_lint(report: Any) -> None:
-    s = report.stats
+def _lint_report(catalog: Path, *, overlaps: bool) -> dict[str, Any]:
+    """`lint --json`'s object: the runtime's lint, plus the overlap findings when asked."""
+    if not overlaps:
+        from stackroute.runtime.lint import lint_file
+
+        return lint_file(catalog).to_dict()
+    from stackroute.server.lint_overlaps import lint_with_overlaps
+
+    return lint_with_overlaps(catalog)
+
+
+def _query_confusion(catalog: Path, queries: Path, *, limit: int | None, engine: Any) -> Any:
+    from stackroute.bench.evaluate import read_queries
+    from stackroute.server.query_lint import query_confusion
+
+    return query_confusion(_load_tree(catalog), engine, read_queries(queries, limit=limit),
+                           limit=limit)
+
+
+def _print_lint(out: dict[str, Any]) -> None:
+    s = out.get("stats")
     if s is not None:
-        console.print(f"[bold]{report.source}[/bold]: {s.num_leaves} leaves, {s.num_routers} "
-                      f"routers, depth {s.depth}, largest menu {s.max_menu} "
-                      f"({s.largest_menu_path or '<root>'})")
+        console.print(f"[bold]{escape(out['source'])}[/bold]: {s['num_leaves']} leaves, "
+                      f"{s['num_routers']} routers, depth {s['depth']}, largest menu "
+                      f"{s['max_menu']} ({escape(s['largest_menu_path'] or '<root>')})")
         table = Table("level", "routers", "min", "median", "mean", "max")
-        for b in s.branching_by_level:
+        for b in s["branching_by_level"]:
             table.add_row(*(f"{b[k]:g}" for k in ("level", "routers", "min", "median", "mean",
                                                   "max")))
         console.print(table)
-    for p in report.errors:
-        console.print(f"[red]error[/red] {escape(str(p))}")
-    shown = report.warnings[:30]
-    for p in shown:
-        console.print(f"[yellow]warning[/yellow] {escape(str(p))}")
-    if len(report.warnings) > len(shown):
-        console.print(f"[yellow]… and {len(report.warnings) - len(shown)} more warnings "
-                      "(--json lists all)[/yellow]")
-    verdict = "[green]ok[/green]" if report.is_ok else f"[red]{len(report.errors)} error(s)[/red]"
-    console.print(f"{verdict}, {len(report.warnings)} warning(s)")
+    for p in out["errors"]:
+        console.print(f"[red]error[/red] {escape(_where(p))}")
+    warnings = out["warnings"]
+    overlaps = out.get("overlaps")
+    if overlaps is not None and overlaps.get("checked"):
+        from stackroute.server.lint_overlaps import render_warnings
+
+        for line in render_warnings(warnings):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        skipped = overlaps.get("embeddings_skipped")
+        console.print(f"overlap checks: {overlaps['num_findings']} finding(s) in "
+                      f"{overlaps['seconds']:g} s"
+                      + (f" (embedding checks skipped: {skipped})" if skipped else "")
+                      + "; --json lists all", markup=False, highlight=False)
+    else:
+        shown = warnings[:30]
+        for p in shown:
+            console.print(f"[yellow]warning[/yellow] {escape(_where(p))}")
+        if len(warnings) > len(shown):
+            console.print(f"[yellow]… and {len(warnings) - len(shown)} more warnings "
+                          "(--json lists all)[/yellow]")
+    errors = out["errors"]
+    verdict = "[green]ok[/green]" if not errors else f"[red]{len(errors)} error(s)[/red]"
+    console.print(f"{verdict}, {len(warnings)} warning(s)")
+
+
+def _where(problem: dict[str, Any]) -> str:
+    return f"{problem['path'] or '<root>'}: {problem['message']}"
+
+
+def _limit_threads() -> None:
+    """One torch thread on a machine of two cores or fewer: the embedding and routing calls
+    are small, and a second thread there only contends with everything else on the box.
+    OMP_NUM_THREADS covers a torch imported later; set_num_threads one already imported."""
+    import os
+
+    if (os.cpu_count() or 1) > 2:
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+@app.command("build-tree")
+def build_tree_cmd(
+    flat_catalog: Path,
+    out: Annotated[Path, typer.Option("-o", "--out", help="where to write the built catalog "
+                                                          "(JSON)")],
+    min_children: Annotated[int, typer.Option("--min-children", help="fewest children per "
+                                              "router")] = 6,
+    max_children: Annotated[int, typer.Option("--max-children", help="most children per "
+                                              "router")] = 12,
+    seed: Annotated[int, typer.Option("--seed", help="k-means seed")] = 0,
+    model_names: Annotated[bool, typer.Option(
+        "--model-names/--word-names", help="name routers with the model (constrained to a "
+        "short name pattern) or from their members' words (fast, no model)")] = False,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A tree from a flat catalog: leaves clustered by description into routers of
+    min..max children, each router named from its members."""
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.tree_builder import build_tree_file
+
+    _limit_threads()
+    try:
+        namer = _engine(engine, model, base_url) if model_names else None
+        result = build_tree_file(flat_catalog, out, engine=namer, min_children=min_children,
+                                 max_children=max_children, seed=seed)
+    except StackrouteError as e:
+        raise _fail(e) from e
+    if as_json:
+        _print_json(result)
+        return
+    console.print(f"{result['out']}: {result['num_leaves']} leaves, {result['num_routers']} "
+                  f"routers, depth {result['depth']}, max width {result['max_menu']} "
+                  f"({result['seconds']:g} s)", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -128,8 +240,9 @@ def route(
     except StackrouteError as e:
         raise _fail(e) from e
     event = next(e for e in reversed(state.trace) if e.kind.value == "route")
-    out = {"decision": event.decision, "node": node, "arguments": event.arguments,
-           "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {})}
+    out: dict[str, Any] = {
+        "decision": event.decision, "node": node, "arguments": event.arguments,
+        "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {})}
     if as_json:
         _print_json(out)
         return

@@ -1,4 +1,5 @@
-"""`stackroute lint` and `stackroute trace` (the runtime's commands; no model needed)."""
+"""`stackroute lint --no-overlaps` and `stackroute trace` (the runtime's commands; no model
+needed)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def bad_catalog_file(tmp_path: Path) -> Path:
 
 
 def test_lint_prints_stats(catalog_file: Path) -> None:
-    result = runner.invoke(app, ["lint", str(catalog_file)])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(catalog_file)])
     assert result.exit_code == 0, result.output
     out = flat(result.stdout)
     assert "3 leaves, 2 routers, depth 2, largest menu 2 (<root>)" in out
@@ -62,7 +63,7 @@ def test_lint_prints_stats(catalog_file: Path) -> None:
 
 
 def test_lint_bad_catalog_exits_1_naming_the_path(bad_catalog_file: Path) -> None:
-    result = runner.invoke(app, ["lint", str(bad_catalog_file)])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(bad_catalog_file)])
     assert result.exit_code == 1
     out = flat(result.stdout)
     assert ("error orders/cancel order: bad name 'cancel order': expected a letter then "
@@ -72,14 +73,14 @@ def test_lint_bad_catalog_exits_1_naming_the_path(bad_catalog_file: Path) -> Non
 
 
 def test_lint_json(catalog_file: Path, bad_catalog_file: Path) -> None:
-    result = runner.invoke(app, ["lint", str(catalog_file), "--json"])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(catalog_file), "--json"])
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert set(report) >= DESIGN_LINT_KEYS
     assert (report["num_leaves"], report["num_routers"], report["depth"],
             report["max_menu"], report["errors"], report["warnings"]) == (3, 2, 2, 2, [], [])
 
-    result = runner.invoke(app, ["lint", str(bad_catalog_file), "--json"])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(bad_catalog_file), "--json"])
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert [e["path"] for e in report["errors"]] == ["orders/cancel order", "BACK"]
@@ -89,12 +90,12 @@ def test_lint_seal_tools_via_the_console_script(seal_tools_path: Path) -> None:
     exe = Path(sys.executable).parent / "stackroute"
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "stackroute.server.cli"]
     env = {**os.environ, "COLUMNS": "200"}
-    done = subprocess.run([*command, "lint", str(seal_tools_path)], capture_output=True,
-                          text=True, timeout=60, env=env)
+    done = subprocess.run([*command, "lint", "--no-overlaps", str(seal_tools_path)],
+                          capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert "4076 leaves, 2423 routers, depth 3, largest menu 146 (<root>)" in flat(done.stdout)
 
-    result = runner.invoke(app, ["lint", str(seal_tools_path), "--json"])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(seal_tools_path), "--json"])
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert set(report) >= DESIGN_LINT_KEYS
@@ -162,7 +163,7 @@ def test_lint_prints_names_with_brackets(tmp_path: Path) -> None:
     doc: dict[str, Any] = {"name": "r", "children": [{"name": "a[/]"}, {"name": "[bold]b"}]}
     path = tmp_path / "brackets.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    result = runner.invoke(app, ["lint", str(path)])
+    result = runner.invoke(app, ["lint", "--no-overlaps", str(path)])
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)  # not a MarkupError
     assert "a[/]: bad name" in flat(result.stdout)
