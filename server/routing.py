@@ -83,7 +83,9 @@ class EngineRouter:
             constraint=Constraint.json(child.parameters or EMPTY_OBJECT_SCHEMA),
             sampling=SamplingOptions(max_tokens=self.options.max_argument_tokens))
         detail = {**step.detail, "arguments_text": generation.text,
-                  "arguments_finish_reason": generation.finish_reason}
+                  "arguments_finish_reason": generation.finish_reason,
+                  "arguments_forward_passes": generation.usage.forward_passes,
+                  "arguments_latency_ms": round(generation.usage.latency_ms, 3)}
         try:
             arguments = json.loads(generation.text)
         except json.JSONDecodeError:

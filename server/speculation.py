@@ -100,19 +100,23 @@ class RouteCache(Drafter):
         return len(self._routes)
 
     def record(self, request: RoutingRequest, leaf: Node) -> None:
+        self.remember(request.task, leaf.path_str, call_number=len(request.calls))
+
+    def remember(self, task: str, leaf_path: str, *, call_number: int) -> None:
+        """`leaf_path` was chosen for call `call_number` (0-based) of a run of `task`."""
         vector = None
-        if self.embedder is not None and request.task not in self._vectors:
-            vector = _unit(self.embedder.embed([request.task])[0])
+        if self.embedder is not None and task not in self._vectors:
+            vector = _unit(self.embedder.embed([task])[0])
         with self._lock:
-            route = self._routes.setdefault(request.task, [])
-            self._routes.move_to_end(request.task)
+            route = self._routes.setdefault(task, [])
+            self._routes.move_to_end(task)
             if vector is not None:
-                self._vectors[request.task] = vector
+                self._vectors[task] = vector
             # The first leaf chosen for each call of the run: a greedy model asked the same
             # request again walks to it first (later choices for the same call number
             # follow a misstep or a rejection, which a draft from the top cannot predict).
-            if len(request.calls) >= len(route):
-                route.append(leaf.path_str)
+            if call_number == len(route):
+                route.append(leaf_path)
             while len(self._routes) > self.max_requests:
                 old, _ = self._routes.popitem(last=False)
                 self._vectors.pop(old, None)
