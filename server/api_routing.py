@@ -53,6 +53,8 @@ from stackroute.server.sessions import (
     StreamEnd,
     routing_outcome,
 )
+from stackroute.server.speculation import DraftSource
+from stackroute.server.speculators import SpeculatorPool
 from stackroute.server.store import SessionRecord, SessionRow, SessionStore, strict_json
 from starlette.concurrency import run_in_threadpool
 
@@ -82,7 +84,8 @@ class NdjsonResponse(Response):
 async def route(body: RouteRequest, app: StateDep) -> RouteResponse:
     """One routing call: the menu at a node (or a state's top frame) and the decision."""
     entry = _catalogs(app).get(body.catalog)
-    call = functools.partial(_route_once, entry.tree, app.engine, body, app.settings)
+    call = functools.partial(_route_once, entry.tree, app.engine, body, app.settings,
+                             app.extras.get("speculators"))
     result: tuple[RouteResponse, str]
     if app.engine_queue is not None:
         result = await app.engine_queue.run(call)
@@ -95,13 +98,16 @@ async def route(body: RouteRequest, app: StateDep) -> RouteResponse:
     return response
 
 
-def _route_once(tree: CapabilityTree, engine: Engine, body: RouteRequest,
-                settings: Any) -> tuple[RouteResponse, str]:
+def _route_once(tree: CapabilityTree, engine: Engine, body: RouteRequest, settings: Any,
+                speculators: SpeculatorPool | None = None) -> tuple[RouteResponse, str]:
     """Build the machine, start (or load) the run, check the limits, make one routing call;
-    return the response and the routing outcome for the metrics. Runs in a worker thread."""
+    return the response and the routing outcome for the metrics. Runs in a worker thread.
+    With speculation on, the catalog's long-lived speculator may answer from a path verified
+    by an earlier call of the same run (the client sends the state back each time)."""
+    speculator = None if speculators is None else speculators.for_tree(tree)
     if body.state is not None:
         run = _parse_state(body.state)
-        machine = build_machine(tree, engine, is_flat=run.is_flat)
+        machine = build_machine(tree, engine, is_flat=run.is_flat, speculator=speculator)
         if run.catalog != machine.tree.name:
             raise InputError(f"the state is of catalog {run.catalog!r}, not "
                              f"{machine.tree.name!r}")
@@ -110,7 +116,7 @@ def _route_once(tree: CapabilityTree, engine: Engine, body: RouteRequest,
             raise StateError(f"the state has a pending call ({run.pending.path}); a routing "
                              "call needs a state without one")
     else:
-        machine = build_machine(tree, engine, is_flat=body.flat)
+        machine = build_machine(tree, engine, is_flat=body.flat, speculator=speculator)
         node = machine.tree.get(body.node)
         if node is None or node.is_leaf:
             raise InputError(f"no router at node path {body.node!r} in catalog "
@@ -305,8 +311,11 @@ def setup_routing(state: AppState) -> None:
     metrics = state.metrics
     on_routing_call = None if metrics is None else (
         lambda outcome, usage: metrics.observe_routing_call(outcome=outcome, usage=usage))
+    speculators = SpeculatorPool(state.engine, DraftSource(
+        getattr(settings, "speculation", DraftSource.OFF)))
+    state.extras["speculators"] = speculators
     sessions = SessionService(store, catalogs, state.engine, options=options,
-                              on_routing_call=on_routing_call)
+                              on_routing_call=on_routing_call, speculators=speculators)
     state.catalogs = catalogs
     state.sessions = sessions
     state.extras["store"] = store

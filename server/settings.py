@@ -29,6 +29,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from stackroute.server.speculation import DraftSource
 
 ENV_PREFIX = "STACKROUTE_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
@@ -74,6 +75,11 @@ class ServerSettings(BaseSettings):
     max_output_tokens: int = Field(4096, ge=1, description="largest max_tokens a request may ask")
     leaf_timeout_s: float = Field(30.0, gt=0)
     allowed_handler_modules: list[str] = Field(default_factory=list)
+    speculation: DraftSource = Field(
+        DraftSource.ROUTES, description="speculative routing: verify drafted paths in one "
+        "pass (routes: a route cache of requests seen before | evidence: leaf embeddings | "
+        "both | off); decisions stay step-by-step routing's; engines that cannot verify "
+        "paths (vllm, remote) route step by step")
     log_level: LogLevel = LogLevel.INFO
 
     @field_validator("engine")

@@ -93,7 +93,8 @@ class RouteCache(Drafter):
         self.min_similarity = min_similarity
         self.max_requests = max_requests
         self._routes: OrderedDict[str, list[str]] = OrderedDict()  # task -> leaf paths
-        self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._vectors: dict[str, NDArray[np.float32]] = {}  # the cached requests'
+        self._asked: OrderedDict[str, NDArray[np.float32]] = OrderedDict()  # lookups'
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -106,7 +107,7 @@ class RouteCache(Drafter):
         """`leaf_path` was chosen for call `call_number` (0-based) of a run of `task`."""
         vector = None
         if self.embedder is not None and task not in self._vectors:
-            vector = _unit(self.embedder.embed([task])[0])
+            vector = self._embed(task)
         with self._lock:
             route = self._routes.setdefault(task, [])
             self._routes.move_to_end(task)
@@ -141,13 +142,28 @@ class RouteCache(Drafter):
                 return None
             tasks = list(self._vectors)
             matrix = np.stack([self._vectors[t] for t in tasks])
-        similarity = matrix @ _unit(self.embedder.embed([task])[0])
+        similarity = matrix @ self._embed(task)
         best = int(np.argmax(similarity))
         if float(similarity[best]) < self.min_similarity:
             return None
         with self._lock:
             found = self._routes.get(tasks[best])
             return None if found is None else list(found)
+
+    def _embed(self, task: str) -> NDArray[np.float32]:
+        """The request's unit vector, memoised: a run asks once per routing call."""
+        assert self.embedder is not None
+        with self._lock:
+            vector = self._asked.get(task)
+            if vector is not None:
+                self._asked.move_to_end(task)
+                return vector
+        vector = _unit(self.embedder.embed([task])[0])
+        with self._lock:
+            self._asked[task] = vector
+            while len(self._asked) > self.max_requests:
+                self._asked.popitem(last=False)
+        return vector
 
 
 class FirstDraft(Drafter):

@@ -104,6 +104,17 @@ class FakeEngine:
         return Generation(text="{}", finish_reason="stop", usage=Usage(model_calls=1))
 
 
+class WordEmbedder:
+    """Bag-of-words vectors: enough for the route cache's nearest-request lookup."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        vocab = ["deep", "thing", "pay", "bill", "the", "do"]
+        return np.array([[t.lower().split().count(w) for w in vocab] for t in texts],
+                        dtype=np.float32)
+
+
 class FixedDrafter(Drafter):
     """Drafts `path` (a leaf's node path) from any node above it."""
 
@@ -231,15 +242,6 @@ def test_random_drafts_never_change_a_decision(seed: int) -> None:
 
 def test_route_cache_drafts_the_route_taken_for_the_same_or_a_similar_request() -> None:
     tree = build_tree(DEEP_CATALOG)
-
-    class WordEmbedder:
-        def embed(self, texts: Sequence[str]) -> Any:
-            import numpy as np
-
-            vocab = ["deep", "thing", "pay", "bill", "the", "do"]
-            return np.array([[t.lower().split().count(w) for w in vocab] for t in texts],
-                            dtype=np.float32)
-
     cache = RouteCache(WordEmbedder(), min_similarity=0.8)
     first = run(tree, deep_engine(), cache, task="do the deep thing")
     assert [c["path"] for c in first.calls] == ["b/b1/b1x/deep"] and len(cache) == 1
@@ -375,3 +377,47 @@ def _close_decisions(a: RunState, b: RunState, tol: float = 1e-4) -> bool:
     assert [e.kind for e in a.trace] == [e.kind for e in b.trace]
     return True
 
+
+
+# -- the service: one speculator per catalog, shared by sessions ------------------------------
+def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
+    """A repeated request in a second session is verified from the route the first session
+    took, through the server's per-catalog speculator; the decisions are the same."""
+    from stackroute.server.catalog_registry import CatalogRegistry
+    from stackroute.server.engines.base import EngineInfo, PrepareStats
+    from stackroute.server.sessions import SessionOptions, SessionService
+    from stackroute.server.speculators import SpeculatorPool
+    from stackroute.server.store import SessionStore
+
+    class ServedFake(FakeEngine):
+        info = EngineInfo(engine="fake", model="fake", max_context_tokens=1 << 20)
+
+        def prepare(self, tree: CapabilityTree) -> PrepareStats:
+            return PrepareStats(num_menus=0, num_schemas=0, compile_ms=0.0)
+
+    engine = ServedFake(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
+    store = SessionStore(tmp_path / "s.db")
+    catalogs = CatalogRegistry(store, engine)  # type: ignore[arg-type]
+    catalog_id = catalogs.add_text(json.dumps(DEEP_CATALOG))[0].id
+    pool = SpeculatorPool(engine, DraftSource.ROUTES,  # type: ignore[arg-type]
+                          embedder_factory=WordEmbedder)
+    sessions = SessionService(store, catalogs, engine,  # type: ignore[arg-type]
+                              options=SessionOptions(), speculators=pool)
+    try:
+        from session_kit import wait_for_status
+
+        usages = []
+        traces = []
+        for _ in range(2):
+            sid = sessions.create(catalog_id, "do the deep thing").state.run_id
+            wait_for_status(store, sid)
+            state = sessions.get(sid).state
+            usages.append(state.usage)
+            traces.append([(e.kind.value, e.path, e.decision) for e in state.trace])
+        assert traces[0] == traces[1]
+        assert usages[0].speculated_levels == 0
+        assert usages[1].speculated_levels == usages[1].accepted_levels == 4
+        assert engine.verify_calls == 1
+    finally:
+        sessions.close()
+        store.close()

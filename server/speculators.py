@@ -1,0 +1,79 @@
+"""One `Speculator` per loaded catalog, shared by every request and session of the server.
+
+The speculator must outlive a single HTTP request: the decisions a verified path yields wait
+(keyed by run id) for the routing calls that follow, which for `/v1/route` arrive as later
+requests carrying the run's state, and the route cache learns from every run. Built on first
+use of a catalog; a catalog replaced under the same name gets a fresh one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.engines.base import Engine
+from stackroute.server.engines.verification import PathVerifier
+from stackroute.server.evidence import TextEmbedder
+from stackroute.server.routing import default_embedder, evidence_for_tree
+from stackroute.server.speculation import DraftSource, RouteCache, Speculator, make_drafter
+
+log = logging.getLogger(__name__)
+
+
+class SpeculatorPool:
+    def __init__(self, engine: Engine, source: DraftSource,
+                 embedder_factory: Callable[[], TextEmbedder] | None = None) -> None:
+        self.engine = engine
+        self.source = source
+        self._embedder_factory = embedder_factory or default_embedder
+        self._embedder: TextEmbedder | None = None
+        self._is_embedder_missing = False
+        self._by_catalog: dict[str, tuple[CapabilityTree, Speculator]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def is_active(self) -> bool:
+        """Off, or an engine that cannot verify paths (vLLM, remote): route step by step."""
+        return self.source is not DraftSource.OFF and isinstance(self.engine, PathVerifier)
+
+    def for_tree(self, tree: CapabilityTree) -> Speculator | None:
+        if not self.is_active:
+            return None
+        with self._lock:
+            found = self._by_catalog.get(tree.name)
+            if found is not None and found[0] is tree:
+                return found[1]
+            embedder = self._embedder_for(tree)
+        # Building the leaf index embeds every leaf (cached on disk): outside the lock.
+        evidence = None
+        if self.source in (DraftSource.EVIDENCE, DraftSource.BOTH):
+            if embedder is None:
+                raise InputError(f"speculation {self.source.value!r} needs the embedding "
+                                 "model (pip install 'stackroute[embed]')")
+            evidence = evidence_for_tree(tree, embedder)
+        routes = RouteCache(embedder) if self.source in (
+            DraftSource.ROUTES, DraftSource.BOTH) else None
+        drafter = make_drafter(self.source, evidence=evidence, routes=routes)
+        assert drafter is not None  # the source is not OFF
+        speculator = Speculator(self.engine, drafter)
+        with self._lock:
+            current = self._by_catalog.get(tree.name)
+            if current is not None and current[0] is tree:
+                return current[1]  # another thread built it meanwhile
+            self._by_catalog[tree.name] = (tree, speculator)
+        return speculator
+
+    def _embedder_for(self, tree: CapabilityTree) -> TextEmbedder | None:
+        """The shared embedder, loaded on first use; None (and a warning) without the
+        embedding package, so the route cache matches requests by exact text only."""
+        if self._embedder is None and not self._is_embedder_missing:
+            try:
+                self._embedder = self._embedder_factory()
+            except InputError as e:
+                self._is_embedder_missing = True
+                log.warning("route cache of %r matches requests by exact text only: %s",
+                            tree.name, e)
+        return self._embedder
