@@ -1,8 +1,15 @@
-"""Leaf handlers: bound by the decorator or by import path, never by evaluating strings."""
+"""Leaf handlers: bound by the decorator or by import path, never by evaluating strings.
+
+A running handler can read its call's identity with `current_call()`: the call id
+(`run_id:n`, the same when a resumed run retries the call) is the idempotency key to hand to
+whatever the tool changes downstream (a payment API's idempotency header, say). It is not an
+argument, so the model's arguments can never set or spoof it.
+"""
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import importlib
 import inspect
 import logging
@@ -23,6 +30,24 @@ class LeafOutcome:
     result: Any = None
     error: str | None = None
     is_replayed: bool = False  # the executor had already run this call id
+
+
+@dataclass(frozen=True)
+class CallContext:
+    call_id: str  # the run's idempotency key for this call: f"{run_id}:{n}"
+    leaf_path: str
+
+
+_CURRENT_CALL: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "stackroute_current_call", default=None)
+
+
+def current_call() -> CallContext:
+    """The call the running handler serves; raises `HandlerError` outside a handler."""
+    context = _CURRENT_CALL.get()
+    if context is None:
+        raise HandlerError("current_call() is only available inside a running leaf handler")
+    return context
 
 
 class Executor(Protocol):
@@ -115,7 +140,9 @@ class LocalExecutor:
             return LeafOutcome(error=str(e))
         if handler is None:
             return LeafOutcome(result=dict(arguments))
-        future = self._pool.submit(handler, **arguments)
+        context = contextvars.copy_context()
+        context.run(_CURRENT_CALL.set, CallContext(call_id=call_id, leaf_path=leaf.path_str))
+        future = self._pool.submit(lambda: context.run(handler, **arguments))
         # Wait, then read: a handler that itself raises TimeoutError is the handler's error, not
         # ours (future.result(timeout=…) raises the same class for both).
         done, _ = concurrent.futures.wait([future], timeout=self.timeout_s)

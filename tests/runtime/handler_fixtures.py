@@ -28,3 +28,11 @@ def wait_for_release(**_: Any) -> str:
 
 def odd_result() -> Any:
     return {"pair": (1, 2), "tags": {"only"}, 3: "int key"}
+
+
+def whoami(**arguments: Any) -> dict[str, Any]:
+    """Returns the call it serves, as a tool would pass the call id on as an idempotency key."""
+    from stackroute.runtime.handlers import current_call
+
+    call = current_call()
+    return {"call_id": call.call_id, "leaf": call.leaf_path, "arguments": arguments}

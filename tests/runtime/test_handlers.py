@@ -170,3 +170,21 @@ def test_handler_results_are_kept_as_json(release: None) -> None:
     expected = {"pair": [1, 2], "tags": "{'only'}", "3": "int key"}
     assert state.calls[0]["result"] == expected
     state.to_json()  # serialisable
+
+
+def test_a_handler_reads_its_call_id_and_the_model_cannot_set_it() -> None:
+    """The call id reaches the handler out of band (`current_call`), never as an argument: a
+    model answering `call_id` as an argument only sets an argument."""
+    tree = build_tree({"name": "root", "children": [
+        {"name": "pay", "description": "pay", "handler": "handler_fixtures:whoami",
+         "parameters": {"type": "object", "properties": {"call_id": {"type": "string"}}}}]})
+    executor = LocalExecutor(HandlerTable(allowed_modules=["handler_fixtures"]))
+    leaf = tree.node("pay")
+    outcome = executor.execute(leaf, {"call_id": "forged"}, "run-7:3")
+    assert outcome.error is None
+    assert outcome.result == {"call_id": "run-7:3", "leaf": "pay",
+                              "arguments": {"call_id": "forged"}}
+    from stackroute.runtime.handlers import current_call
+
+    with pytest.raises(HandlerError, match="only available inside a running leaf handler"):
+        current_call()
