@@ -44,6 +44,7 @@ from stackroute.server.recovery import MenuStep
 
 DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1e-6
 DEFAULT_MAX_LEVELS = 8
+DEFAULT_MAX_FAILED_DRAFTS = 1  # per run: a draft that kept < 2 levels cost a longer pass
 MAX_RUNS_WAITING = 1024
 
 
@@ -191,11 +192,17 @@ class _Waiting:
 
 
 class Speculator:
-    """Drafts, verifies and hands out the verified decisions of one router."""
+    """Drafts, verifies and hands out the verified decisions of one router.
+
+    A draft that keeps fewer than two levels saved no call and cost a longer pass; after
+    `max_failed_drafts` of those in one run, the run routes step by step (the model has left
+    the drafter's path: on a CPU, where extra tokens cost their compute, drafting again at
+    every level would only repeat the loss)."""
 
     def __init__(self, engine: Engine, drafter: Drafter, *,
                  min_margin: float = DEFAULT_MIN_MARGIN,
-                 max_levels: int = DEFAULT_MAX_LEVELS) -> None:
+                 max_levels: int = DEFAULT_MAX_LEVELS,
+                 max_failed_drafts: int = DEFAULT_MAX_FAILED_DRAFTS) -> None:
         if max_levels < 2:
             raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
         self.engine = engine
@@ -203,7 +210,9 @@ class Speculator:
         self.drafter = drafter
         self.min_margin = min_margin
         self.max_levels = max_levels
+        self.max_failed_drafts = max_failed_drafts
         self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
+        self._failed: OrderedDict[str, int] = OrderedDict()  # run id -> failed drafts
         self._lock = threading.Lock()
 
     def step(self, request: RoutingRequest,
@@ -211,7 +220,8 @@ class Speculator:
         waiting = self._take(request)
         if waiting is not None:
             return waiting
-        draft = None if self.verifier is None else self.drafter.draft(request)
+        draft = None if self.verifier is None or self._is_out_of_budget(request.run_id) \
+            else self.drafter.draft(request)
         if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
             return step_by_step(request)
         names = draft.names[:self.max_levels]
@@ -223,6 +233,8 @@ class Speculator:
         except PathLayoutError:  # a name that tokenises differently inside the turn
             return step_by_step(request)
         kept = self._kept(results, names)
+        if len(kept) < 2:
+            self._count_failure(request.run_id)
         if not kept:  # even level 1 was too close to call from the long pass
             fallback = step_by_step(request)
             return replace(fallback, usage=results[0].usage + fallback.usage, detail={
@@ -252,6 +264,17 @@ class Speculator:
 
     def record(self, request: RoutingRequest, leaf: Node) -> None:
         self.drafter.record(request, leaf)
+
+    def _is_out_of_budget(self, run_id: str) -> bool:
+        with self._lock:
+            return self._failed.get(run_id, 0) >= self.max_failed_drafts
+
+    def _count_failure(self, run_id: str) -> None:
+        with self._lock:
+            self._failed[run_id] = self._failed.get(run_id, 0) + 1
+            self._failed.move_to_end(run_id)
+            while len(self._failed) > MAX_RUNS_WAITING:
+                self._failed.popitem(last=False)
 
     def _kept(self, results: Sequence[MenuResult], names: Sequence[str]) -> list[MenuResult]:
         kept: list[MenuResult] = []

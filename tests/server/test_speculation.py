@@ -135,8 +135,10 @@ class FixedDrafter(Drafter):
 
 
 def run(tree: CapabilityTree, engine: FakeEngine, drafter: Drafter | None, *,
-        limits: Limits | None = None, task: str = "do the thing") -> RunState:
-    speculator = None if drafter is None else Speculator(engine, drafter)  # type: ignore[arg-type]
+        limits: Limits | None = None, task: str = "do the thing",
+        max_failed_drafts: int = 1) -> RunState:
+    speculator = None if drafter is None else Speculator(
+        engine, drafter, max_failed_drafts=max_failed_drafts)  # type: ignore[arg-type]
     router = EngineRouter(engine, speculator=speculator)  # type: ignore[arg-type]
     machine = StackMachine(tree, router, limits=limits or Limits(max_steps=40),
                            clock=lambda: 0.0)
@@ -194,6 +196,20 @@ def test_a_wrong_draft_keeps_the_first_disagreement_and_changes_nothing() -> Non
     assert [(m["level"], m["draft"], m["accepted"]) for m in first] == \
         [(0, "b", True), (1, "b2", False)]  # level 1's own choice (b1) is still kept
     assert state.usage.accepted_levels >= 1
+
+
+@pytest.mark.parametrize(("budget", "verifications"), [(1, 1), (5, 2)])
+def test_a_run_stops_drafting_after_its_budget_of_failed_drafts(budget: int,
+                                                                 verifications: int) -> None:
+    """The draft a/a1/a1x loses at level 1 at the root (the model opens b), and again when
+    the run is back at the root after its leaf (the model answers DONE): each kept fewer
+    than two levels, a failed draft. With a budget of one, the second is never drafted."""
+    tree = build_tree(DEEP_CATALOG)
+    reference = run(tree, deep_engine(), None)
+    fast = deep_engine()
+    state = run(tree, fast, FixedDrafter(["a/a1/a1x"]), max_failed_drafts=budget)
+    assert decisions(state) == decisions(reference)
+    assert fast.verify_calls == verifications
 
 
 def test_a_near_tie_falls_back_to_step_by_step_at_that_level() -> None:
