@@ -50,6 +50,14 @@ def current_call() -> CallContext:
     return context
 
 
+def run_with_call_context(context: CallContext, handler: Handler,
+                          arguments: Mapping[str, Any]) -> Any:
+    """Call `handler(**arguments)` with `current_call()` answering `context`."""
+    scope = contextvars.copy_context()
+    scope.run(_CURRENT_CALL.set, context)
+    return scope.run(handler, **arguments)
+
+
 class Executor(Protocol):
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
         ...
@@ -75,13 +83,22 @@ class HandlerTable:
         return any(module == m or module.startswith(m + ".") for m in self.allowed_modules)
 
     def resolve(self, leaf: Node) -> Handler | None:
+        bound = self._bound(leaf)
+        if bound is not None or leaf.handler is None:
+            return bound
+        return self._import(leaf.handler, leaf.path_str)
+
+    def import_ref(self, leaf: Node) -> str | None:
+        """The `module:function` that `resolve` imports for `leaf` (None when a binding
+        wins or there is no handler): another process can import the handler by it."""
+        return leaf.handler if self._bound(leaf) is None else None
+
+    def _bound(self, leaf: Node) -> Handler | None:
         bound = self._bindings.get(leaf.path_str)
         tree_path = leaf.metadata.get("tree_path")  # a flat baseline leaf keeps its tree path
         if bound is None and isinstance(tree_path, str):
             bound = self._bindings.get(tree_path)
-        if bound is not None or leaf.handler is None:
-            return bound
-        return self._import(leaf.handler, leaf.path_str)
+        return bound
 
     def problems(self, tree: CapabilityTree) -> list[Problem]:
         """Every leaf whose handler cannot be resolved (unknown, not allowed, not callable)."""
@@ -140,9 +157,8 @@ class LocalExecutor:
             return LeafOutcome(error=str(e))
         if handler is None:
             return LeafOutcome(result=dict(arguments))
-        context = contextvars.copy_context()
-        context.run(_CURRENT_CALL.set, CallContext(call_id=call_id, leaf_path=leaf.path_str))
-        future = self._pool.submit(lambda: context.run(handler, **arguments))
+        context = CallContext(call_id=call_id, leaf_path=leaf.path_str)
+        future = self._pool.submit(run_with_call_context, context, handler, arguments)
         # Wait, then read: a handler that itself raises TimeoutError is the handler's error, not
         # ours (future.result(timeout=…) raises the same class for both).
         done, _ = concurrent.futures.wait([future], timeout=self.timeout_s)

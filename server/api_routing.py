@@ -304,6 +304,7 @@ def setup_routing(state: AppState) -> None:
     options = SessionOptions(
         max_session_steps=None if max_steps is None else int(max_steps),
         leaf_timeout_s=float(getattr(settings, "leaf_timeout_s", 30.0)),
+        leaf_isolation=str(getattr(settings, "leaf_isolation", "thread")),
         allowed_handler_modules=tuple(getattr(settings, "allowed_handler_modules", None) or ()),
         max_workers=int(getattr(settings, "max_session_workers", 4)),
         max_active=int(getattr(settings, "max_active_sessions", 64)),

@@ -28,6 +28,7 @@ from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import Executor, HandlerTable, LeafOutcome, LocalExecutor
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.process_executor import ProcessExecutor
 from stackroute.runtime.state import RunState, arguments_digest
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree, Node
@@ -65,6 +66,7 @@ class SessionsBusyError(QueueFullError):
 class SessionOptions:
     max_session_steps: int | None = None  # cap on Limits.max_steps (routing calls per run)
     leaf_timeout_s: float = 30.0
+    leaf_isolation: str = "thread"  # "process": handlers in killable worker processes
     allowed_handler_modules: tuple[str, ...] = ()
     max_workers: int = 4  # sessions stepped at the same time
     max_active: int = 64  # running sessions queued or stepping; more is a 429
@@ -135,6 +137,16 @@ class _Waiter:
     event: asyncio.Event
 
 
+def _leaf_executor(handlers: HandlerTable, options: SessionOptions) -> Executor:
+    if options.leaf_isolation == "process":
+        return ProcessExecutor(handlers, timeout_s=options.leaf_timeout_s,
+                               max_workers=options.max_workers)
+    if options.leaf_isolation == "thread":
+        return LocalExecutor(handlers, timeout_s=options.leaf_timeout_s)
+    raise ValueError(f"leaf_isolation must be 'thread' or 'process'; got "
+                     f"{options.leaf_isolation!r}")
+
+
 class SessionService:
     def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
@@ -148,8 +160,8 @@ class SessionService:
         self.options = options or SessionOptions()
         handlers = handlers or HandlerTable(
             allowed_modules=self.options.allowed_handler_modules)
-        self.executor = StoreExecutor(store, LocalExecutor(
-            handlers, timeout_s=self.options.leaf_timeout_s))
+        self._leaf_executor = _leaf_executor(handlers, self.options)
+        self.executor = StoreExecutor(store, self._leaf_executor)
         self.machine_factory = machine_factory or functools.partial(build_machine,
                                                                     engine=engine)
         self._pool = concurrent.futures.ThreadPoolExecutor(
@@ -253,6 +265,9 @@ class SessionService:
         with self._lock:
             self._is_closing = True
         self._pool.shutdown(wait=True, cancel_futures=True)
+        close = getattr(self._leaf_executor, "close", None)
+        if callable(close):
+            close()
 
     # -- workers -----------------------------------------------------------------------------
     def _schedule(self, session_id: str) -> None:

@@ -18,7 +18,7 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -74,6 +74,10 @@ class ServerSettings(BaseSettings):
     default_max_tokens: int = Field(256, ge=1, description="chat max_tokens when none is sent")
     max_output_tokens: int = Field(4096, ge=1, description="largest max_tokens a request may ask")
     leaf_timeout_s: float = Field(30.0, gt=0)
+    leaf_isolation: Literal["process", "thread"] = Field(
+        "process", description="run leaf handlers in killable worker processes (a hung or "
+        "crashing handler costs one worker) or on threads of the server (a hung handler "
+        "keeps its thread)")
     allowed_handler_modules: list[str] = Field(default_factory=list)
     speculation: DraftSource = Field(
         DraftSource.ROUTES, description="speculative routing: verify drafted paths in one "

@@ -36,3 +36,37 @@ def whoami(**arguments: Any) -> dict[str, Any]:
 
     call = current_call()
     return {"call_id": call.call_id, "leaf": call.leaf_path, "arguments": arguments}
+
+
+def hang(**_: Any) -> None:
+    """Never returns on its own (a tool stuck on a dead upstream)."""
+    import time
+
+    while True:
+        time.sleep(0.05)
+
+
+def hard_exit(**_: Any) -> None:
+    import os
+
+    os._exit(7)
+
+
+def worker_pid(**_: Any) -> int:
+    import os
+
+    return os.getpid()
+
+
+def allocate(megabytes: int) -> int:
+    return len(bytearray(megabytes << 20))
+
+
+def _made(label: str) -> Any:
+    def handler(**arguments: Any) -> dict[str, Any]:
+        return {"label": label, **arguments}
+
+    return handler
+
+
+made_by_factory = _made("factory")  # importable by path, not picklable by reference
