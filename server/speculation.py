@@ -25,6 +25,7 @@ and accepted.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
@@ -37,10 +38,12 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.speculation import drafted_requests, matches
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.engines.base import Engine, MenuResult
-from stackroute.server.engines.verification import PathLayoutError, PathLevel, PathVerifier
+from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
+from stackroute.server.engines.verification import PathLevel, PathVerifier
 from stackroute.server.evidence import EvidenceSource, TextEmbedder
 from stackroute.server.recovery import MenuStep
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1e-6
 DEFAULT_MAX_LEVELS = 8
@@ -230,7 +233,11 @@ class Speculator:
             results = self.verifier.verify_path(  # type: ignore[union-attr]
                 [PathLevel(r.prompt, r.menu.options, name)
                  for r, name in zip(requests, names, strict=True)])
-        except PathLayoutError:  # a name that tokenises differently inside the turn
+        except (ValueError, ContextOverflowError) as e:
+            # A name that tokenises differently inside the turn (PathLayoutError), a drafted
+            # level past the context or with a menu that does not compile: step-by-step
+            # routing may never go there, so the draft must not fail the run.
+            log.debug("draft %s not verifiable: %s", "/".join(names), e)
             return step_by_step(request)
         kept = self._kept(results, names)
         if len(kept) < 2:

@@ -22,8 +22,13 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.engines.base import Generation, MenuResult, PromptInput
-from stackroute.server.engines.verification import PathLevel
+from stackroute.server.engines.base import (
+    ContextOverflowError,
+    Generation,
+    MenuResult,
+    PromptInput,
+)
+from stackroute.server.engines.verification import PathLayoutError, PathLevel
 from stackroute.server.routing import EngineRouter, RouterOptions, build_machine
 from stackroute.server.speculation import (
     Draft,
@@ -210,6 +215,27 @@ def test_a_run_stops_drafting_after_its_budget_of_failed_drafts(budget: int,
     state = run(tree, fast, FixedDrafter(["a/a1/a1x"]), max_failed_drafts=budget)
     assert decisions(state) == decisions(reference)
     assert fast.verify_calls == verifications
+
+
+@pytest.mark.parametrize("error", [
+    ContextOverflowError("prompt needs 9000 tokens; the model's context holds 8192"),
+    PathLayoutError("level 1's prompt does not extend level 0's"),
+])
+def test_a_draft_the_engine_cannot_verify_falls_back_without_failing_the_run(
+        error: Exception) -> None:
+    """A drafted level past the context (step-by-step routing may never go there) or a
+    prompt that is not append-only must not fail the run."""
+    tree = build_tree(DEEP_CATALOG)
+
+    class Refusing(FakeEngine):
+        def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
+            self.verify_calls += 1
+            raise error
+
+    engine = Refusing(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
+    state = run(tree, engine, FixedDrafter(["b/b1/b1x/deep"]))
+    assert decisions(state) == decisions(run(tree, deep_engine(), None))
+    assert engine.verify_calls >= 1 and speculation_marks(state) == []
 
 
 def test_a_near_tie_falls_back_to_step_by_step_at_that_level() -> None:
