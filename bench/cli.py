@@ -6,6 +6,8 @@
     stackroute bench all --smoke            # every suite, one report over all of them
     stackroute bench scale-up,cache …       # several suites on one engine load
     stackroute bench generate SUITE --leaves N --seed S --out DIR
+    stackroute bench speculation [--smoke] [--sizes 32 128 512] …   # speculation_bench.py
+    stackroute bench robust [--smoke] [--sizes 16 32 64] …          # robust_bench.py
 
 Mount with `app.add_typer(bench_app, name="bench")` (server/cli.py). Nothing heavy is
 imported until a command runs.
@@ -48,6 +50,28 @@ def generate(
         raise typer.Exit(2) from e
     for p in paths:
         console.print(str(p), markup=False, highlight=False)
+
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True,
+                 "help_option_names": []}
+
+
+@bench_app.command("speculation", context_settings=_PASS_THROUGH)
+def speculation(ctx: typer.Context) -> None:
+    """Step-by-step (cache off/on) vs speculative routing, with the decision-identity check
+    (options: python -m stackroute.bench.speculation_bench --help)."""
+    from stackroute.bench.speculation_bench import main as speculation_main
+
+    raise typer.Exit(speculation_main(ctx.args))
+
+
+@bench_app.command("robust", context_settings=_PASS_THROUGH)
+def robust(ctx: typer.Context) -> None:
+    """Flat vs hierarchical vs each recovery mechanism (options: python -m
+    stackroute.bench.robust_bench --help)."""
+    from stackroute.bench.robust_bench import main as robust_main
+
+    raise typer.Exit(robust_main(ctx.args))
 
 
 @bench_app.command("run")
@@ -130,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point for `python -m stackroute.bench.cli SUITE …` (same options as
     `stackroute bench`): a first argument that is not `generate` is a suite to run."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] not in ("generate", "run", "--help", "-h"):
+    if args and args[0] not in ("generate", "run", "speculation", "robust", "--help", "-h"):
         args.insert(0, "run")
     bench_app(args=args, prog_name="stackroute bench")
 
