@@ -265,15 +265,20 @@ def print_table(results: dict[str, Any]) -> None:
                   + (f"  errors={s['errors']}" if s["errors"] else ""))
 
 
-def environment_info(engine: Any) -> dict[str, Any]:
+def git_commit() -> str:
+    """HEAD of the working tree, or "" outside a git checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def environment_info(engine: Any, *, commit: str) -> dict[str, Any]:
+    """`commit` is read when the run starts: a long run outlives other commits."""
     import torch
     import transformers
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                check=False).stdout.strip()
-    except OSError:
-        commit = ""
     return {"model": engine.info.model, "engine": engine.info.engine,
             "dtype": engine.info.dtype, "torch": torch.__version__,
             "transformers": transformers.__version__, "threads": torch.get_num_threads(),
@@ -295,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/out/robust"))
     parser.add_argument("--smoke", action="store_true", help="16 leaves, 3 queries, 1+1 seal")
     args = parser.parse_args(argv)
+    commit = git_commit()
     if args.smoke:
         args.sizes, args.limit, args.seal_single, args.seal_multi = [16], 3, 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -318,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 out_of_scope_score=calibrated.out_of_scope_score,
                 max_argument_tokens=args.max_argument_tokens)
     goal = goal_check(results)
-    body = {"benchmark": "robust_bench", "environment": environment_info(engine),
+    body = {"benchmark": "robust_bench", "environment": environment_info(engine, commit=commit),
             "max_argument_tokens": args.max_argument_tokens,
             "calibration": calibrated.to_dict(), "seed": REPORT_SEED,
             "queries": {d.name: [q.id for q in d.queries] for d in sets},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stackroute.bench.robust_bench import goal_check, variants
+from stackroute.bench.robust_bench import environment_info, git_commit, goal_check, variants
 from stackroute.server.recovery import RecoveryOptions
 
 
@@ -49,3 +49,16 @@ def test_goal_check_compares_success_and_token_share() -> None:
     assert lines[0].endswith("meets") and "17.5%" in lines[0]
     assert lines[1].endswith("meets") and "6.0%" in lines[1]  # flat overflowed: tokens needed
     assert lines[2].endswith("misses")
+
+
+def test_environment_records_the_commit_it_was_given() -> None:
+    """The commit is read when the run starts (another commit may land during a long run)."""
+    class Info:
+        model, engine, dtype = "m", "transformers", "float32"
+
+    class StubEngine:
+        info = Info()
+
+    env = environment_info(StubEngine(), commit="abc123")
+    assert env["commit"] == "abc123" and env["model"] == "m"
+    assert len(git_commit()) in (0, 40)
