@@ -39,7 +39,7 @@ from typing import Any
 from stackroute.bench.calibrate import SEAL_DESCRIPTION_CHARS, SEAL_DIR, seal_queries
 from stackroute.bench.evaluate import Query
 from stackroute.bench.generate import generate_suite
-from stackroute.bench.robust_bench import environment_info
+from stackroute.bench.robust_bench import environment_info, git_commit
 from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits
@@ -95,6 +95,26 @@ class Task:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "probabilities"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        """A recorded task (its identity verdict kept; probabilities are not recorded)."""
+        return cls(**{**data, "decisions": [tuple(d) for d in data["decisions"]],
+                      "probabilities": []})
+
+
+def summarize_file(path: Path) -> dict[str, Any]:
+    """Results by dataset, start and variant from a `tasks.jsonl` (a run cut short, or
+    several runs' files concatenated)."""
+    grouped: dict[str, dict[str, dict[str, list[Task]]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            task = Task.from_dict(json.loads(line))
+            by_start = grouped.setdefault(task.dataset, {}).setdefault(task.start, {})
+            by_start.setdefault(task.variant, []).append(task)
+    return {name: {start: {v: summarize(by_variant.get(v, [])) for v in VARIANTS}
+                   for start, by_variant in by_start.items()}
+            for name, by_start in grouped.items()}
 
 
 def datasets(sizes: Sequence[int], *, limit: int, seal: int) -> list[Dataset]:
@@ -221,7 +241,7 @@ def run_dataset(engines: dict[bool, Any], embedder: Any, data: Dataset, starts: 
         tasks: dict[str, list[Task]] = {v: [] for v in VARIANTS}
         for query in data.queries:
             route_cache = RouteCache(embedder)
-            reference: Task | None = None
+            ran: dict[str, Task] = {}
             for variant in VARIANTS:
                 engine = engines[variant != "steps-no-cache"]
                 task, state = run_task(
@@ -229,19 +249,16 @@ def run_dataset(engines: dict[bool, Any], embedder: Any, data: Dataset, starts: 
                     route_cache=route_cache if SOURCES[variant] in (
                         DraftSource.ROUTES, DraftSource.BOTH) else None,
                     limits=limits, max_argument_tokens=max_argument_tokens)
-                if variant == "steps-cache":
-                    reference = task
-                    if state is not None:
-                        warm_routes(state, route_cache)
-                elif reference is not None and task.status != "error":
+                if variant == "steps-cache" and state is not None:
+                    warm_routes(state, route_cache)
+                ran[variant] = task
+            reference = ran["steps-cache"]
+            for variant, task in ran.items():
+                if variant != "steps-cache" and "error" not in (task.status, reference.status):
                     task.is_identical = is_identical(task, reference)
                 tasks[variant].append(task)
                 out_tasks.write(json.dumps(task.to_dict(), default=str) + "\n")
-                out_tasks.flush()
-            # steps-no-cache ran before the reference existed: check it now
-            first = tasks["steps-no-cache"][-1]
-            if reference is not None and first.status != "error":
-                first.is_identical = is_identical(first, reference)
+            out_tasks.flush()
             log.info("%s %s %s: %s", data.name, start, query.id, " ".join(
                 f"{v}={tasks[v][-1].routing_passes}p/{tasks[v][-1].routing_ms:.0f}ms"
                 f"/{tasks[v][-1].accepted}of{tasks[v][-1].speculated}" for v in VARIANTS))
@@ -294,11 +311,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/out/speculation"))
     parser.add_argument("--smoke", action="store_true",
                         help="32 leaves, 1 query, from top, 3 steps, short arguments")
+    parser.add_argument("--summarize", type=Path, default=None, metavar="TASKS_JSONL",
+                        help="run nothing: print the table of a recorded tasks.jsonl")
     args = parser.parse_args(argv)
+    if args.summarize is not None:
+        print_table(summarize_file(args.summarize))
+        return 0
     if args.smoke:
         args.sizes, args.limit, args.seal, args.start = [32], 1, 0, ["top"]
         args.max_steps, args.max_argument_tokens = 3, 16
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    commit = git_commit()  # at start: what ran, even if commits land meanwhile
 
     from stackroute.server.embeddings import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
@@ -316,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
             results[data.name] = run_dataset(engines, embedder, data, args.start, out_tasks,
                                              limits=limits,
                                              max_argument_tokens=args.max_argument_tokens)
-    body = {"benchmark": "speculation_bench", "environment": environment_info(cached),
+    body = {"benchmark": "speculation_bench",
+            "environment": environment_info(cached, commit=commit),
             "seed": SEED, "max_steps": args.max_steps,
             "max_argument_tokens": args.max_argument_tokens,
             "elapsed_s": round(time.perf_counter() - started, 1), "results": results}

@@ -27,4 +27,9 @@ def test_smoke_run_is_identical_and_accepts_the_cached_route(
         assert routes["descent_passes_mean"] < rows["steps-cache"]["descent_passes_mean"]
     tasks = [json.loads(line) for line in (tmp_path / "tasks.jsonl").read_text().splitlines()]
     assert len(tasks) == len(speculation_bench.VARIANTS)
-    assert "scale-up-32, from top" in capsys.readouterr().out
+    assert all(t["is_identical"] for t in tasks if t["variant"] != "steps-cache")
+    printed = capsys.readouterr().out
+    assert "scale-up-32, from top" in printed
+    # The table rebuilt from the recorded tasks is the one the run printed.
+    assert speculation_bench.main(["--summarize", str(tmp_path / "tasks.jsonl")]) == 0
+    assert capsys.readouterr().out == printed
