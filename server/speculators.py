@@ -3,13 +3,15 @@
 The speculator must outlive a single HTTP request: the decisions a verified path yields wait
 (keyed by run id) for the routing calls that follow, which for `/v1/route` arrive as later
 requests carrying the run's state, and the route cache learns from every run. Built on first
-use of a catalog; a catalog replaced under the same name gets a fresh one.
+use of a catalog (keyed by the tree object: a catalog replaced or uploaded twice under one
+name gets its own); the least recently used beyond `max_catalogs` are dropped.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 from stackroute.runtime.errors import InputError
@@ -25,13 +27,16 @@ log = logging.getLogger(__name__)
 
 class SpeculatorPool:
     def __init__(self, engine: Engine, source: DraftSource,
-                 embedder_factory: Callable[[], TextEmbedder] | None = None) -> None:
+                 embedder_factory: Callable[[], TextEmbedder] | None = None, *,
+                 max_catalogs: int = 64) -> None:
         self.engine = engine
         self.source = source
         self._embedder_factory = embedder_factory or default_embedder
         self._embedder: TextEmbedder | None = None
         self._is_embedder_missing = False
-        self._by_catalog: dict[str, tuple[CapabilityTree, Speculator]] = {}
+        self.max_catalogs = max_catalogs
+        # id(tree) -> (tree, speculator); holding the tree keeps its id from being reused
+        self._by_tree: OrderedDict[int, tuple[CapabilityTree, Speculator]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -43,8 +48,9 @@ class SpeculatorPool:
         if not self.is_active:
             return None
         with self._lock:
-            found = self._by_catalog.get(tree.name)
-            if found is not None and found[0] is tree:
+            found = self._by_tree.get(id(tree))
+            if found is not None:
+                self._by_tree.move_to_end(id(tree))
                 return found[1]
             embedder = self._embedder_for(tree)
         # Building the leaf index embeds every leaf (cached on disk): outside the lock.
@@ -60,10 +66,12 @@ class SpeculatorPool:
         assert drafter is not None  # the source is not OFF
         speculator = Speculator(self.engine, drafter)
         with self._lock:
-            current = self._by_catalog.get(tree.name)
-            if current is not None and current[0] is tree:
+            current = self._by_tree.get(id(tree))
+            if current is not None:
                 return current[1]  # another thread built it meanwhile
-            self._by_catalog[tree.name] = (tree, speculator)
+            self._by_tree[id(tree)] = (tree, speculator)
+            while len(self._by_tree) > self.max_catalogs:
+                self._by_tree.popitem(last=False)
         return speculator
 
     def _embedder_for(self, tree: CapabilityTree) -> TextEmbedder | None:

@@ -463,3 +463,22 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     finally:
         sessions.close()
         store.close()
+
+
+def test_the_pool_keeps_one_speculator_per_catalog_tree() -> None:
+    from stackroute.server.speculators import SpeculatorPool
+
+    pool = SpeculatorPool(deep_engine(), DraftSource.ROUTES,  # type: ignore[arg-type]
+                          embedder_factory=WordEmbedder, max_catalogs=2)
+    first, twin, other = (build_tree(DEEP_CATALOG) for _ in range(3))
+    speculator = pool.for_tree(first)
+    assert speculator is not None and pool.for_tree(first) is speculator
+    assert pool.for_tree(twin) is not speculator  # same name, another upload: its own
+    pool.for_tree(other)  # a third tree: the least recently used (first) is dropped
+    assert pool.for_tree(first) is not speculator
+
+    class StepOnly(FakeEngine):
+        verify_path = None  # type: ignore[assignment]
+
+    assert SpeculatorPool(StepOnly(), DraftSource.ROUTES).for_tree(first) is None  # type: ignore[arg-type]
+    assert SpeculatorPool(deep_engine(), DraftSource.OFF).for_tree(first) is None  # type: ignore[arg-type]
