@@ -30,14 +30,14 @@ import json
 import logging
 import os
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "seal-tools"
+from stackroute.bench.datasets import SEAL_DIR as DATA
+from stackroute.bench.environment import git_state
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "namer": "model" if args.name_with_model else "topic words",
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                     "cpus": os.cpu_count()},
-        "commit": _commit(),
+        "commit": git_state()["commit"] or "unknown",
     }
 
 
@@ -235,13 +235,6 @@ def remap_gold_by_leaf_name(queries: list[Any], tree: Any) -> list[Any]:
         out.append(replace(q, gold=tuple(p[0] for p in paths)) if is_mapped else q)
     return out
 
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _print_table(r: dict[str, Any]) -> None:

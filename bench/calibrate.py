@@ -29,14 +29,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stackroute.bench.evaluate import Query, read_queries
-from stackroute.bench.generate import generate_suite
-from stackroute.runtime.catalog import build_tree, load_catalog
+from stackroute.bench.datasets import (
+    SEAL_DIR,
+    Dataset,
+    generated_dataset,
+    seal_dataset,
+    seal_queries,
+)
+from stackroute.bench.evaluate import Query
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.menu import CompletionState, Menu
-from stackroute.runtime.prompt import PromptLayout, PromptStyle
+from stackroute.runtime.prompt import PromptLayout
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
-from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.runtime.tree import Node
 from stackroute.server.calibration import calibration_file, write_calibration
 from stackroute.server.contrast import NeutralContrast
 from stackroute.server.engines.base import Engine
@@ -48,19 +53,9 @@ from stackroute.server.routing import evidence_for_tree
 log = logging.getLogger(__name__)
 
 DEV_SEED = 1
-SEAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "seal-tools"
-SEAL_DESCRIPTION_CHARS = 120  # the 146-field root menu fits SmolLM2's 8k context only so
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 AGGREGATES = ((Aggregate.MAX, 0.05), (Aggregate.SOFTMAX, 0.02), (Aggregate.SOFTMAX, 0.05))
 STRENGTHS = (0.0, 0.5, 1.0)
-
-
-@dataclass(frozen=True)
-class DevSet:
-    name: str
-    tree: CapabilityTree
-    queries: list[Query]
-    style: PromptStyle
 
 
 @dataclass
@@ -85,29 +80,12 @@ class MenuRecord:
 
 
 def dev_sets(sizes: Sequence[int], *, seal_single: int, seal_multi: int,
-             max_queries: int, seal_offset: int = 0) -> list[DevSet]:
-    sets = []
-    for size in sizes:
-        suite = generate_suite("semantic-overlap", num_leaves=size, seed=DEV_SEED)
-        queries = [Query(id=q["id"], query=q["query"], gold=tuple(q["gold"]), args=None,
-                         tags=tuple(q["tags"])) for q in suite.queries][:max_queries]
-        sets.append(DevSet(f"semantic-overlap-{size}", build_tree(suite.catalog), queries,
-                           PromptStyle()))
+             max_queries: int, seal_offset: int = 0) -> list[Dataset]:
+    sets = [generated_dataset("semantic-overlap", size, seed=DEV_SEED, limit=max_queries)
+            for size in sizes]
     if seal_single or seal_multi:
-        sets.append(DevSet("seal-tools-dev", load_catalog(SEAL_DIR / "seal-tools.catalog.json"),
-                           seal_queries(SEAL_DIR / "dev.queries.jsonl", single=seal_single,
-                                        multi=seal_multi, offset=seal_offset),
-                           PromptStyle(max_description_chars=SEAL_DESCRIPTION_CHARS)))
+        sets.append(seal_dataset(single=seal_single, multi=seal_multi, offset=seal_offset))
     return sets
-
-
-def seal_queries(path: Path, *, single: int, multi: int, offset: int = 0) -> list[Query]:
-    """`single` single-tool and `multi` multi-tool queries, in file order, after skipping the
-    first `offset` of each kind (calibration skips the ones the benchmark reports)."""
-    queries = read_queries(path)
-    singles = [q for q in queries if "single-tool" in q.tags][offset:offset + single]
-    multis = [q for q in queries if "multi-tool" in q.tags][offset:offset + multi]
-    return singles + multis
 
 
 def gold_menus(machine: StackMachine, query: Query) -> Iterator[tuple[RoutingRequest, str]]:
@@ -127,7 +105,7 @@ def gold_menus(machine: StackMachine, query: Query) -> Iterator[tuple[RoutingReq
         yield request, path[depth] if path else CompletionState.DONE.value
 
 
-def collect(engine: Engine, evidence: EvidenceSource, dev: DevSet) -> list[MenuRecord]:
+def collect(engine: Engine, evidence: EvidenceSource, dev: Dataset) -> list[MenuRecord]:
     machine = StackMachine(dev.tree, ScriptedRouter([]), layout=PromptLayout(dev.tree, dev.style))
     contrast = NeutralContrast(engine, strength=1.0)
     records = []
@@ -202,7 +180,7 @@ def sweep(records: Sequence[MenuRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def score_thresholds(sets: Sequence[DevSet], evidence: dict[str, EvidenceSource],
+def score_thresholds(sets: Sequence[Dataset], evidence: dict[str, EvidenceSource],
                      ) -> dict[str, Any]:
     """Out-of-scope and backtracking thresholds from embedding scores alone."""
     in_scope: list[float] = []

@@ -23,6 +23,14 @@ def environment() -> dict[str, Any]:
     return {"hardware": hardware(), "versions": versions(), "git": git_state()}
 
 
+def engine_environment(engine: Any, *, git: dict[str, Any]) -> dict[str, Any]:
+    """Where an engine benchmark ran: the engine, hardware, versions, and `git` — the state
+    read when the run started (a long run outlives commits made meanwhile)."""
+    return {"model": engine.info.model, "engine": engine.info.engine,
+            "dtype": engine.info.dtype, "commit": git.get("commit"), "git": git,
+            "hardware": hardware(), "versions": versions()}
+
+
 def hardware() -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu_model": _cpu_model(),

@@ -25,6 +25,14 @@ class Query:
     args: tuple[Mapping[str, Any], ...] | None
     tags: tuple[str, ...]
 
+    @classmethod
+    def from_record(cls, d: Mapping[str, Any], *, default_id: object = "") -> Query:
+        """A query object of FORMAT.md (a line of a queries file, or a generated query)."""
+        return cls(id=str(d.get("id", default_id)), query=str(d["query"]),
+                   gold=tuple(d.get("gold", [])),
+                   args=tuple(d["args"]) if d.get("args") is not None else None,
+                   tags=tuple(d.get("tags", [])))
+
 
 def read_queries(path: str | Path, *, limit: int | None = None) -> list[Query]:
     out = []
@@ -33,11 +41,7 @@ def read_queries(path: str | Path, *, limit: int | None = None) -> list[Query]:
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
-                out.append(Query(id=str(d.get("id", n)), query=str(d["query"]),
-                                 gold=tuple(d.get("gold", [])),
-                                 args=tuple(d["args"]) if d.get("args") is not None else None,
-                                 tags=tuple(d.get("tags", []))))
+                out.append(Query.from_record(json.loads(line), default_id=n))
             except (ValueError, KeyError, TypeError) as e:
                 raise InputError(f"{path}:{n}: expected a query object with 'query' and "
                                  f"'gold' (FORMAT.md), got {line[:80]!r}: {e}") from e

@@ -26,26 +26,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stackroute.bench.calibrate import (
-    SEAL_DESCRIPTION_CHARS,
-    SEAL_DIR,
-    seal_queries,
-)
+from stackroute.bench.datasets import Dataset, generated_dataset, seal_dataset
+from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.evaluate import EvalSummary, Query, QueryResult, run_query, score
-from stackroute.bench.generate import generate_suite
-from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.machine import StackMachine
-from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.calibration import load_recovery_options
@@ -56,15 +48,6 @@ from stackroute.server.routing import RouterOptions, build_machine, evidence_for
 log = logging.getLogger(__name__)
 
 REPORT_SEED = 0
-
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    tree: CapabilityTree
-    queries: list[Query]
-    style: PromptStyle
-    is_overlap: bool
 
 
 @dataclass(frozen=True)
@@ -99,18 +82,10 @@ def variants(calibrated: RecoveryOptions, *, beam_width: int) -> list[Variant]:
 
 def datasets(sizes: Sequence[int], *, limit: int, seal_single: int,
              seal_multi: int) -> list[Dataset]:
-    out = []
-    for size in sizes:
-        suite = generate_suite("semantic-overlap", num_leaves=size, seed=REPORT_SEED)
-        queries = [Query(id=q["id"], query=q["query"], gold=tuple(q["gold"]), args=None,
-                         tags=tuple(q["tags"])) for q in suite.queries][:limit]
-        out.append(Dataset(f"semantic-overlap-{size}", build_tree(suite.catalog), queries,
-                           PromptStyle(), is_overlap=True))
+    out = [generated_dataset("semantic-overlap", size, seed=REPORT_SEED, limit=limit)
+           for size in sizes]
     if seal_single or seal_multi:
-        out.append(Dataset(
-            "seal-tools-dev", load_catalog(SEAL_DIR / "seal-tools.catalog.json"),
-            seal_queries(SEAL_DIR / "dev.queries.jsonl", single=seal_single, multi=seal_multi),
-            PromptStyle(max_description_chars=SEAL_DESCRIPTION_CHARS), is_overlap=False))
+        out.append(seal_dataset(single=seal_single, multi=seal_multi))
     return out
 
 
@@ -265,27 +240,6 @@ def print_table(results: dict[str, Any]) -> None:
                   + (f"  errors={s['errors']}" if s["errors"] else ""))
 
 
-def git_commit() -> str:
-    """HEAD of the working tree, or "" outside a git checkout."""
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=False).stdout.strip()
-    except OSError:
-        return ""
-
-
-def environment_info(engine: Any, *, commit: str) -> dict[str, Any]:
-    """`commit` is read when the run starts: a long run outlives other commits."""
-    import torch
-    import transformers
-
-    return {"model": engine.info.model, "engine": engine.info.engine,
-            "dtype": engine.info.dtype, "torch": torch.__version__,
-            "transformers": transformers.__version__, "threads": torch.get_num_threads(),
-            "machine": platform.platform(), "processor": platform.processor(),
-            "commit": commit}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None)
@@ -300,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/out/robust"))
     parser.add_argument("--smoke", action="store_true", help="16 leaves, 3 queries, 1+1 seal")
     args = parser.parse_args(argv)
-    commit = git_commit()
+    git = git_state()  # at start: what ran, even if commits land meanwhile
     if args.smoke:
         args.sizes, args.limit, args.seal_single, args.seal_multi = [16], 3, 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -324,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 out_of_scope_score=calibrated.out_of_scope_score,
                 max_argument_tokens=args.max_argument_tokens)
     goal = goal_check(results)
-    body = {"benchmark": "robust_bench", "environment": environment_info(engine, commit=commit),
+    body = {"benchmark": "robust_bench", "environment": engine_environment(engine, git=git),
             "max_argument_tokens": args.max_argument_tokens,
             "calibration": calibrated.to_dict(), "seed": REPORT_SEED,
             "queries": {d.name: [q.id for q in d.queries] for d in sets},

@@ -36,17 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stackroute.bench.calibrate import SEAL_DESCRIPTION_CHARS, SEAL_DIR, seal_queries
+from stackroute.bench.datasets import Dataset, generated_dataset, seal_dataset
+from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.evaluate import Query
-from stackroute.bench.generate import generate_suite
-from stackroute.bench.robust_bench import environment_info, git_commit
-from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits
-from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
-from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.evidence import EvidenceSource
 from stackroute.server.routing import RouterOptions, build_machine, evidence_for_tree
 from stackroute.server.speculation import DraftSource, RouteCache
@@ -59,14 +55,6 @@ VARIANTS = ("steps-no-cache", "steps-cache", "spec-evidence", "spec-routes", "sp
 SOURCES = {"steps-no-cache": DraftSource.OFF, "steps-cache": DraftSource.OFF,
            "spec-evidence": DraftSource.EVIDENCE, "spec-routes": DraftSource.ROUTES,
            "spec-both": DraftSource.BOTH}
-
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    tree: CapabilityTree
-    queries: list[Query]
-    style: PromptStyle
 
 
 @dataclass
@@ -118,17 +106,9 @@ def summarize_file(path: Path) -> dict[str, Any]:
 
 
 def datasets(sizes: Sequence[int], *, limit: int, seal: int) -> list[Dataset]:
-    out = []
-    for size in sizes:
-        suite = generate_suite("scale-up", num_leaves=size, seed=SEED)
-        queries = [Query(id=q["id"], query=q["query"], gold=tuple(q["gold"]), args=None,
-                         tags=tuple(q["tags"])) for q in suite.queries][:limit]
-        out.append(Dataset(f"scale-up-{size}", build_tree(suite.catalog), queries,
-                           PromptStyle()))
+    out = [generated_dataset("scale-up", size, seed=SEED, limit=limit) for size in sizes]
     if seal:
-        out.append(Dataset("seal-tools-dev", load_catalog(SEAL_DIR / "seal-tools.catalog.json"),
-                           seal_queries(SEAL_DIR / "dev.queries.jsonl", single=seal, multi=0),
-                           PromptStyle(max_description_chars=SEAL_DESCRIPTION_CHARS)))
+        out.append(seal_dataset(single=seal, multi=0))
     return out
 
 
@@ -321,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.limit, args.seal, args.start = [32], 1, 0, ["top"]
         args.max_steps, args.max_argument_tokens = 3, 16
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    commit = git_commit()  # at start: what ran, even if commits land meanwhile
+    git = git_state()  # at start: what ran, even if commits land meanwhile
 
     from stackroute.server.embeddings import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
@@ -340,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                                              limits=limits,
                                              max_argument_tokens=args.max_argument_tokens)
     body = {"benchmark": "speculation_bench",
-            "environment": environment_info(cached, commit=commit),
+            "environment": engine_environment(cached, git=git),
             "seed": SEED, "max_steps": args.max_steps,
             "max_argument_tokens": args.max_argument_tokens,
             "elapsed_s": round(time.perf_counter() - started, 1), "results": results}

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.generate import generate_suite
-from stackroute.bench.robust_bench import environment_info, git_commit
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.router import RoutingRequest
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/out/speculation-engine"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    commit = git_commit()  # at start: what ran, even if commits land meanwhile
+    git = git_state()  # at start: what ran, even if commits land meanwhile
 
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(
         {"benchmark": "speculation_engine_bench",
-         "environment": environment_info(engine, commit=commit), "repeats": args.repeats,
+         "environment": engine_environment(engine, git=git), "repeats": args.repeats,
          "rows": rows, "overall": overall}, indent=2) + "\n")
     print(f"{'catalog':<15}{'query':<7}{'levels':>7}{'tokens':>8}{'1 pass ms':>11}"
           f"{'steps ms':>10}{'ratio':>7}{'same':>6}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stackroute.bench.robust_bench import environment_info, git_commit, goal_check, variants
+from stackroute.bench.environment import engine_environment, git_state
+from stackroute.bench.robust_bench import goal_check, variants
 from stackroute.server.recovery import RecoveryOptions
 
 
@@ -59,6 +60,6 @@ def test_environment_records_the_commit_it_was_given() -> None:
     class StubEngine:
         info = Info()
 
-    env = environment_info(StubEngine(), commit="abc123")
+    env = engine_environment(StubEngine(), git={"commit": "abc123", "num_changed_paths": 0})
     assert env["commit"] == "abc123" and env["model"] == "m"
-    assert len(git_commit()) in (0, 40)
+    assert len(git_state()["commit"] or "") in (0, 40)
