@@ -58,6 +58,17 @@ def run_with_call_context(context: CallContext, handler: Handler,
     return scope.run(handler, **arguments)
 
 
+def resolve_call(handlers: HandlerTable, leaf: Node,
+                 arguments: Mapping[str, Any]) -> Handler | LeafOutcome:
+    """The handler to run for `leaf`, or the outcome that needs none: the resolution error, or
+    the validated arguments of a leaf without a handler (routing-only catalogs)."""
+    try:
+        handler = handlers.resolve(leaf)
+    except HandlerError as e:
+        return LeafOutcome(error=str(e))
+    return LeafOutcome(result=dict(arguments)) if handler is None else handler
+
+
 class Executor(Protocol):
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
         ...
@@ -151,12 +162,9 @@ class LocalExecutor:
                                                            thread_name_prefix="leaf")
 
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
-        try:
-            handler = self.handlers.resolve(leaf)
-        except HandlerError as e:
-            return LeafOutcome(error=str(e))
-        if handler is None:
-            return LeafOutcome(result=dict(arguments))
+        handler = resolve_call(self.handlers, leaf, arguments)
+        if isinstance(handler, LeafOutcome):
+            return handler
         context = CallContext(call_id=call_id, leaf_path=leaf.path_str)
         future = self._pool.submit(run_with_call_context, context, handler, arguments)
         # Wait, then read: a handler that itself raises TimeoutError is the handler's error, not

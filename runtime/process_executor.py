@@ -30,6 +30,7 @@ from stackroute.runtime.handlers import (
     Handler,
     HandlerTable,
     LeafOutcome,
+    resolve_call,
     run_with_call_context,
 )
 from stackroute.runtime.tree import Node
@@ -71,12 +72,9 @@ class ProcessExecutor:
         self.num_killed = 0  # workers stopped for a timeout or a crash
 
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
-        try:
-            handler = self.handlers.resolve(leaf)
-        except HandlerError as e:
-            return LeafOutcome(error=str(e))
-        if handler is None:
-            return LeafOutcome(result=dict(arguments))
+        handler = resolve_call(self.handlers, leaf, arguments)
+        if isinstance(handler, LeafOutcome):
+            return handler
         target: Handler | str = self.handlers.import_ref(leaf) or handler
         try:
             payload = pickle.dumps((target, dict(arguments),
@@ -132,7 +130,8 @@ class ProcessExecutor:
         worker.stop()
 
     def _discard(self, worker: _Worker) -> None:
-        self.num_killed += 1
+        with self._lock:
+            self.num_killed += 1
         worker.stop()
 
 
