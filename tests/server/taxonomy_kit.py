@@ -23,6 +23,17 @@ from stackroute.server.engines.base import (
     SamplingOptions,
 )
 
+TOPICS = {  # topic -> its words: flat catalogs whose clusters are known
+    "weather": ["forecast", "rain", "wind", "storm", "humidity", "temperature"],
+    "banking": ["account", "loan", "deposit", "payment", "card", "mortgage"],
+    "music": ["song", "album", "playlist", "lyrics", "artist", "concert"],
+    "health": ["patient", "symptom", "doctor", "medication", "vaccine", "clinic"],
+    "travel": ["flight", "hotel", "passport", "luggage", "airport", "itinerary"],
+    "sports": ["match", "score", "league", "player", "coach", "stadium"],
+    "cooking": ["recipe", "oven", "ingredient", "dessert", "spice", "kitchen"],
+    "space": ["planet", "orbit", "rocket", "telescope", "satellite", "galaxy"],
+}
+
 
 def word_vector(word: str, dim: int) -> NDArray[np.float32]:
     seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")

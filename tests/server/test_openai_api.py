@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,14 @@ import httpx
 import jsonschema
 import openai
 import pytest
+from engine_doubles import RecordingEngine
 from live_server import serve, server_settings
 from prometheus_client.parser import text_string_to_metric_families
-from stackroute.runtime.prompt import Prompt
-from stackroute.runtime.tree import CapabilityTree
-from stackroute.runtime.usage import Usage
 from stackroute.server.app import create_app
 from stackroute.server.engines.base import (
     Constraint,
     EngineInfo,
     Generation,
-    MenuResult,
-    PrepareStats,
     PromptInput,
     SamplingOptions,
 )
@@ -65,38 +61,24 @@ def model_id(client: openai.OpenAI) -> str:
     return client.models.list().data[0].id
 
 
-class FakeEngine:
-    """A test double of the Engine protocol (not inheriting): canned answers; `gate` lets a
-    test hold calls inside the engine; `error` makes every call raise it."""
+class FakeEngine(RecordingEngine):
+    """The recording double with a `gate` that lets a test hold calls inside the engine;
+    `error` makes every call raise it."""
 
     info = EngineInfo(engine="fake", model="fake-model", max_context_tokens=512)
 
     def __init__(self, *, error: Exception | None = None) -> None:
+        super().__init__(error=error)
         self.gate = threading.Event()
         self.gate.set()
-        self.error = error
         self.num_calls = 0
-
-    def count_tokens(self, prompt: PromptInput) -> int:
-        return 4
-
-    def prepare(self, tree: CapabilityTree) -> PrepareStats:
-        return PrepareStats(num_menus=0, num_schemas=0, compile_ms=0.0)
-
-    def choose(self, prompt: Prompt, options: Sequence[str], *,
-               option_bias: Mapping[str, float] | None = None) -> MenuResult:
-        return MenuResult(choice=options[0], probabilities={options[0]: 1.0}, margin=1.0,
-                          usage=Usage(model_calls=1))
 
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
         self.num_calls += 1
         if not self.gate.wait(timeout=60):
             raise TimeoutError("the test never opened the gate")
-        if self.error is not None:
-            raise self.error
-        return Generation(text="ok", finish_reason="stop",
-                          usage=Usage(model_calls=1, prompt_tokens=4, generated_tokens=1))
+        return super().generate(prompt, constraint=constraint, sampling=sampling)
 
     def metrics(self) -> dict[str, float]:
         return {"prefill_tokens": 4.0 * self.num_calls, "cached_tokens": 0.0}

@@ -24,18 +24,7 @@ from stackroute.server.clustering import (
 )
 from stackroute.server.router_naming import ROUTER_NAME_PATTERN, describe_router, name_from_words
 from stackroute.server.tree_builder import build_tree_file, build_tree_from_flat
-from taxonomy_kit import FakeEmbedder, ScriptedEngine, leaf, router
-
-TOPICS = {
-    "weather": ["forecast", "rain", "wind", "storm", "humidity", "temperature"],
-    "banking": ["account", "loan", "deposit", "payment", "card", "mortgage"],
-    "music": ["song", "album", "playlist", "lyrics", "artist", "concert"],
-    "health": ["patient", "symptom", "doctor", "medication", "vaccine", "clinic"],
-    "travel": ["flight", "hotel", "passport", "luggage", "airport", "itinerary"],
-    "sports": ["match", "score", "league", "player", "coach", "stadium"],
-    "cooking": ["recipe", "oven", "ingredient", "dessert", "spice", "kitchen"],
-    "space": ["planet", "orbit", "rocket", "telescope", "satellite", "galaxy"],
-}
+from taxonomy_kit import TOPICS, FakeEmbedder, ScriptedEngine, leaf, router
 
 
 def synthetic_flat(per_topic: int = 20, num_topics: int = 8) -> dict[str, Any]:
