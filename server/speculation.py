@@ -208,7 +208,6 @@ class Speculator:
                  max_failed_drafts: int = DEFAULT_MAX_FAILED_DRAFTS) -> None:
         if max_levels < 2:
             raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
-        self.engine = engine
         self.verifier = engine if isinstance(engine, PathVerifier) else None
         self.drafter = drafter
         self.min_margin = min_margin
@@ -223,14 +222,16 @@ class Speculator:
         waiting = self._take(request)
         if waiting is not None:
             return waiting
-        draft = None if self.verifier is None or self._is_out_of_budget(request.run_id) \
-            else self.drafter.draft(request)
+        verifier = self.verifier
+        if verifier is None or self._is_out_of_budget(request.run_id):
+            return step_by_step(request)
+        draft = self.drafter.draft(request)
         if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
             return step_by_step(request)
         names = draft.names[:self.max_levels]
         requests = drafted_requests(request, names)
         try:
-            results = self.verifier.verify_path(  # type: ignore[union-attr]
+            results = verifier.verify_path(
                 [PathLevel(r.prompt, r.menu.options, name)
                  for r, name in zip(requests, names, strict=True)])
         except (ValueError, ContextOverflowError) as e:
