@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from stackroute.bench.evaluate import read_queries
     from stackroute.runtime.catalog import build_tree, load_catalog
-    from stackroute.server.embedding_cache import CachedEmbedder
+    from stackroute.server.embeddings.vector_cache import CachedEmbedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
-    from stackroute.server.tree_builder import build_tree_from_flat
+    from stackroute.server.tools.evaluate import read_queries
+    from stackroute.server.tools.tree_builder import build_tree_from_flat
 
     engine = TransformersEngine(num_threads=args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -137,8 +137,8 @@ def route_tree(label: str, tree: Any, engine: Any, queries: list[Any], *,
                clip: int | None) -> dict[str, Any]:
     from stackroute.runtime.machine import StackMachine
     from stackroute.runtime.prompt import PromptLayout, PromptStyle
-    from stackroute.server.query_lint import query_confusion
-    from stackroute.server.routing import EngineRouter
+    from stackroute.server.routing.router import EngineRouter
+    from stackroute.server.tools.query_lint import query_confusion
 
     style = PromptStyle() if clip is None else PromptStyle(max_description_chars=clip)
     layout = PromptLayout(tree, style)

@@ -11,7 +11,8 @@ of (weight, aggregate, temperature, contrast strength) is then scored offline fr
 numbers: a decision is right when `argmax(log p + bias)` is the gold option. Thresholds that
 need no model (out of scope, fallback, backtracking gap) come from the embedding scores alone.
 
-Writes `bench/calibration/<model>.json` (what routers load) and, with `--records`, every
+Writes `server/routing/calibrations/<model>.json` (package data, what routers load) and,
+with `--records`, every
 decision as JSONL.
 """
 
@@ -36,19 +37,19 @@ from stackroute.bench.datasets import (
     seal_dataset,
     seal_queries,
 )
-from stackroute.bench.evaluate import Query
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.menu import CompletionState, Menu
 from stackroute.runtime.prompt import PromptLayout
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.tree import Node
-from stackroute.server.calibration import calibration_file, write_calibration
-from stackroute.server.contrast import NeutralContrast
+from stackroute.server.embeddings.leaf_index import Aggregate, Evidence, EvidenceSource
 from stackroute.server.engines.base import Engine
-from stackroute.server.evidence import Aggregate, Evidence, EvidenceSource
-from stackroute.server.prior import menu_prior
-from stackroute.server.recovery import RecoveryOptions
-from stackroute.server.routing import evidence_for_tree
+from stackroute.server.routing.calibration import calibration_file, write_calibration
+from stackroute.server.routing.contrast import NeutralContrast
+from stackroute.server.routing.prior import menu_prior
+from stackroute.server.routing.recovery import RecoveryOptions
+from stackroute.server.routing.router import evidence_for_tree
+from stackroute.server.tools.evaluate import Query
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from stackroute.server.embeddings import Embedder
+    from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(model=args.model, num_threads=args.threads)

@@ -57,7 +57,7 @@ from stackroute.bench.crash_plan import (
 from stackroute.bench.serve_process import ServerProcess
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.trace import TraceEvent
-from stackroute.server.store import strict_json
+from stackroute.server.service.store import strict_json
 
 ENGINE = "stackroute.bench.scripted_engine:create"
 FULL_KILLS = 60

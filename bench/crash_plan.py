@@ -20,7 +20,7 @@ from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import LeafOutcome
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.routing import build_machine
+from stackroute.server.routing.router import build_machine
 
 HANDLER_MODULE = "stackroute.bench.crash_handlers"
 _ARGS = {"type": "object", "additionalProperties": False, "required": ["ref", "amount"],

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from stackroute.bench.evaluate import arguments_equal
 from stackroute.bench.policies import Answer, RoutingPolicy
 from stackroute.runtime.decision import Decision
 from stackroute.runtime.menu import CompletionState, Menu
@@ -35,6 +34,7 @@ from stackroute.runtime.schemas import argument_errors
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import ContextOverflowError, Engine
+from stackroute.server.tools.evaluate import arguments_equal
 
 CHOOSE = "choose"
 ARGUMENTS = "arguments"

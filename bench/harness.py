@@ -23,7 +23,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from stackroute.bench.aggregate import item_metrics, summarize_group
 from stackroute.bench.environment import environment
-from stackroute.bench.evaluate import Query, run_query
 from stackroute.bench.generate import GENERATOR_VERSION
 from stackroute.bench.gold import (
     CallRecord,
@@ -43,6 +42,7 @@ from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt, PromptLayout, PromptStyle
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import ContextOverflowError, Engine, SamplingOptions
+from stackroute.server.tools.evaluate import Query, run_query
 
 log = logging.getLogger(__name__)
 
@@ -123,18 +123,18 @@ def engine_factory(name: str, model: str | None, *,
 
     Every engine must accept `model` and `is_cache_enabled` (the cache suite turns the prefix
     cache off); `num_threads` is passed only when set."""
-    from stackroute.server.engines.base import ENGINES
+    from stackroute.server.engines.registry import create_engine
 
     made: list[Engine] = []
 
     def make(is_cache_enabled: bool) -> Engine:
-        options: dict[str, Any] = {"model": model, "is_cache_enabled": is_cache_enabled}
+        options: dict[str, Any] = {"is_cache_enabled": is_cache_enabled}
         if num_threads is not None:
             options["num_threads"] = num_threads
         loaded = getattr(made[0], "loaded", None) if made else None
         if loaded is not None:  # TransformersEngine: a second engine reuses the loaded model
             options["loaded"] = loaded
-        engine = ENGINES.create(name, **options)
+        engine = create_engine(name, model=model, **options)
         made.append(engine)
         return engine
 

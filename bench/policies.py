@@ -20,7 +20,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-MAX_ARGUMENT_TOKENS = 384  # as `server/routing.py` RouterOptions
+MAX_ARGUMENT_TOKENS = 384  # as `server/routing/router.py` RouterOptions
 MAX_CHOICE_TOKENS = 32  # a JSON choice object is about 10 tokens; room for a short preamble
 
 

@@ -35,15 +35,15 @@ from typing import Any
 
 from stackroute.bench.datasets import Dataset, generated_dataset, seal_dataset
 from stackroute.bench.environment import engine_environment, git_state
-from stackroute.bench.evaluate import EvalSummary, Query, QueryResult, run_query, score
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
-from stackroute.server.calibration import load_recovery_options
-from stackroute.server.evidence import EvidenceSource
-from stackroute.server.recovery import RecoveryOptions
-from stackroute.server.routing import RouterOptions, build_machine, evidence_for_tree
+from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.routing.calibration import load_recovery_options
+from stackroute.server.routing.recovery import RecoveryOptions
+from stackroute.server.routing.router import RouterOptions, build_machine, evidence_for_tree
+from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult, run_query, score
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         args.sizes, args.limit, args.seal_single, args.seal_multi = [16], 3, 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from stackroute.server.embeddings import Embedder
+    from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(model=args.model, num_threads=args.threads)

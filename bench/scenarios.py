@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stackroute.bench.evaluate import Query
 from stackroute.bench.generate import SUITES, generate_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.flat import flatten
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.tools.evaluate import Query
 
 HIERARCHICAL = "hierarchical"
 FLAT = "flat"

@@ -38,14 +38,14 @@ from typing import Any
 
 from stackroute.bench.datasets import Dataset, generated_dataset, seal_dataset
 from stackroute.bench.environment import engine_environment, git_state
-from stackroute.bench.evaluate import Query
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
-from stackroute.server.evidence import EvidenceSource
-from stackroute.server.routing import RouterOptions, build_machine, evidence_for_tree
-from stackroute.server.speculation import DraftSource, RouteCache
+from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.routing.router import RouterOptions, build_machine, evidence_for_tree
+from stackroute.server.routing.speculator import DraftSource, RouteCache
+from stackroute.server.tools.evaluate import Query
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     git = git_state()  # at start: what ran, even if commits land meanwhile
 
-    from stackroute.server.embeddings import Embedder
+    from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
     cached = TransformersEngine(model=args.model, num_threads=args.threads)

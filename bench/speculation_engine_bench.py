@@ -31,7 +31,7 @@ from stackroute.runtime.speculation import drafted_requests
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.verification import PathLevel
-from stackroute.server.routing import RouterOptions, build_machine
+from stackroute.server.routing.router import RouterOptions, build_machine
 
 log = logging.getLogger(__name__)
 

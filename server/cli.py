@@ -78,14 +78,14 @@ def _lint_report(catalog: Path, *, overlaps: bool) -> dict[str, Any]:
         from stackroute.runtime.lint import lint_file
 
         return lint_file(catalog).to_dict()
-    from stackroute.server.lint_overlaps import lint_with_overlaps
+    from stackroute.server.tools.lint_overlaps import lint_with_overlaps
 
     return lint_with_overlaps(catalog)
 
 
 def _query_confusion(catalog: Path, queries: Path, *, limit: int | None, engine: Any) -> Any:
-    from stackroute.bench.evaluate import read_queries
-    from stackroute.server.query_lint import query_confusion
+    from stackroute.server.tools.evaluate import read_queries
+    from stackroute.server.tools.query_lint import query_confusion
 
     return query_confusion(_load_tree(catalog), engine, read_queries(queries, limit=limit),
                            limit=limit)
@@ -107,7 +107,7 @@ def _print_lint(out: dict[str, Any]) -> None:
     warnings = out["warnings"]
     overlaps = out.get("overlaps")
     if overlaps is not None and overlaps.get("checked"):
-        from stackroute.server.lint_overlaps import render_warnings
+        from stackroute.server.tools.lint_overlaps import render_warnings
 
         for line in render_warnings(warnings):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -166,7 +166,7 @@ def build_tree_cmd(
     """A tree from a flat catalog: leaves clustered by description into routers of
     min..max children, each router named from its members."""
     from stackroute.runtime.errors import StackrouteError
-    from stackroute.server.tree_builder import build_tree_file
+    from stackroute.server.tools.tree_builder import build_tree_file
 
     _limit_threads()
     try:
@@ -206,7 +206,7 @@ SpecOpt = Annotated[str, typer.Option(
 
 
 def _speculation(speculation: str, no_speculation: bool) -> Any:
-    from stackroute.server.speculation import DraftSource
+    from stackroute.server.routing.speculator import DraftSource
 
     if no_speculation:
         return DraftSource.OFF
@@ -219,18 +219,15 @@ def _speculation(speculation: str, no_speculation: bool) -> Any:
 
 
 def _router_options(speculation: str, no_speculation: bool) -> Any:
-    from stackroute.server.routing import RouterOptions
+    from stackroute.server.routing.router import RouterOptions
 
     return RouterOptions(speculation=_speculation(speculation, no_speculation))
 
 
 def _engine(engine: str, model: str | None, base_url: str | None) -> Any:
-    from stackroute.server.engines.base import ENGINES
+    from stackroute.server.engines.registry import create_engine
 
-    options: dict[str, Any] = {"model": model}
-    if base_url is not None:
-        options["base_url"] = base_url
-    return ENGINES.create(engine, **options)
+    return create_engine(engine, model=model, base_url=base_url)
 
 
 def _load_tree(catalog: Path) -> Any:
@@ -254,7 +251,7 @@ def route(
     """One routing decision at a node (the root by default). One decision is one call, so
     there is nothing to speculate: `--no-speculation` is accepted and changes nothing."""
     from stackroute.runtime.errors import StackrouteError
-    from stackroute.server.routing import build_machine
+    from stackroute.server.routing.router import build_machine
 
     try:
         tree = _load_tree(catalog)
@@ -296,7 +293,7 @@ def run(
     from stackroute.runtime.errors import StackrouteError
     from stackroute.runtime.governance import RunStatus
     from stackroute.runtime.trace import format_tree, write_jsonl
-    from stackroute.server.routing import build_machine
+    from stackroute.server.routing.router import build_machine
 
     try:
         options = _router_options(speculation, no_speculation)
@@ -340,9 +337,9 @@ def eval_(
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
     cache is shared by the whole file, so repeated requests are verified in one pass."""
     from rich.progress import Progress
-    from stackroute.bench.evaluate import EvalSummary, evaluate, read_queries
     from stackroute.runtime.errors import StackrouteError
-    from stackroute.server.routing import build_machine
+    from stackroute.server.routing.router import build_machine
+    from stackroute.server.tools.evaluate import EvalSummary, evaluate, read_queries
 
     try:
         options = _router_options(speculation, no_speculation)
@@ -395,8 +392,8 @@ def serve(
 
     Flags override STACKROUTE_* environment variables, which override the config file."""
     import uvicorn
-    from stackroute.server.app import create_app
-    from stackroute.server.json_logging import configure_logging, logging_config
+    from stackroute.server.http.app import create_app
+    from stackroute.server.http.json_logging import configure_logging, logging_config
     from stackroute.server.settings import ServerSettings, SettingsError
 
     try:
@@ -418,9 +415,13 @@ def serve(
              add_help_option=False)
 def bench(ctx: typer.Context) -> None:
     """The paper's benchmarks and ours (stackroute bench --help)."""
-    from stackroute.bench.cli import main as bench_main
+    from importlib.metadata import entry_points
 
-    bench_main(ctx.args)
+    found = entry_points(group="stackroute.commands", name="bench")
+    if not found:
+        raise _fail(LookupError("the benchmarks are not installed: no 'bench' entry point in "
+                                "the 'stackroute.commands' group (reinstall stackroute)"))
+    next(iter(found)).load()(ctx.args)
 
 
 def main() -> None:

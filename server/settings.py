@@ -29,7 +29,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from stackroute.server.speculation import DraftSource
+from stackroute.server.routing.speculator import DraftSource
 
 ENV_PREFIX = "STACKROUTE_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
@@ -89,24 +89,12 @@ class ServerSettings(BaseSettings):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str) -> str:
-        from stackroute.server.engine_import import (
-            EngineImportError,
-            import_engine_factory,
-            is_import_path,
-        )
-        from stackroute.server.engines.base import ENGINES
+        from stackroute.server.engines.registry import UnknownEngineError, check_engine_name
 
-        if value in ENGINES.factories:
-            return value
-        if is_import_path(value):  # an engine outside this package, named by the operator
-            try:
-                import_engine_factory(value)
-            except EngineImportError as e:
-                raise ValueError(str(e)) from None
-            return value
-        raise ValueError(f"unknown engine {value!r}; known engines: "
-                         f"{', '.join(sorted(ENGINES.factories))} (or an import path "
-                         "'module:factory')")
+        try:
+            return check_engine_name(value)
+        except UnknownEngineError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("log_level", mode="before")
     @classmethod

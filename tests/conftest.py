@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.server.model_store import CACHE_DIR_ENV, LoadedModel, load_model, resolve_model
+from stackroute.server.engines.model_store import (
+    CACHE_DIR_ENV,
+    LoadedModel,
+    load_model,
+    resolve_model,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

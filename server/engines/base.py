@@ -1,11 +1,11 @@
-"""The engine protocol every engine implements (transformers CPU, vLLM GPU, remote), and the
-registry that builds one by name. The runtime never sees an engine: `server/routing.py` adapts
-an engine to the runtime's `Router`."""
+"""The engine protocol every engine implements (transformers CPU, vLLM GPU, remote) and the
+values that cross it. `registry.py` builds one by name. The runtime never sees an engine:
+`server/routing/router.py` adapts an engine to the runtime's `Router`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,10 +19,6 @@ class ContextOverflowError(InputError):
     """The prompt does not fit the model's context window."""
 
     code = "context_overflow"
-
-
-class UnknownEngineError(InputError):
-    code = "unknown_engine"
 
 
 class ConstraintKind(StrEnum):
@@ -138,41 +134,3 @@ class ClosableEngine(Protocol):
 
     def close(self) -> None:
         ...
-
-
-@dataclass
-class EngineRegistry:
-    """Engine factories by name; unknown names are rejected with the known ones listed."""
-
-    factories: dict[str, Callable[..., Engine]] = field(default_factory=dict)
-
-    def register(self, name: str, factory: Callable[..., Engine]) -> None:
-        self.factories[name] = factory
-
-    def create(self, name: str, **options: Any) -> Engine:
-        factory = self.factories.get(name)
-        if factory is None:
-            raise UnknownEngineError(f"unknown engine {name!r}; known engines: "
-                                     f"{', '.join(sorted(self.factories))}")
-        return factory(**options)
-
-
-def _transformers(**options: Any) -> Engine:
-    from stackroute.server.engines.transformers_engine import TransformersEngine
-
-    return TransformersEngine(**options)
-
-
-def _vllm(**options: Any) -> Engine:
-    from stackroute.server.engines.vllm_engine import VllmEngine
-
-    return VllmEngine(**options)
-
-
-def _remote(**options: Any) -> Engine:
-    from stackroute.server.engines.remote_engine import RemoteEngine
-
-    return RemoteEngine(**options)
-
-
-ENGINES = EngineRegistry({"transformers": _transformers, "vllm": _vllm, "remote": _remote})

@@ -26,7 +26,7 @@ Retries: connection failures, a dropped or reset connection, 429 (after its `Ret
 502, 503 and 504, with exponential backoff and jitter. Every other error is raised at once: a
 4xx is our request's fault and would fail again, and a timeout (`timeout_s`, end to end) would
 only wait again. What is raised says what the HTTP layer needs to answer for it (see
-`server/errors.py`): `RemoteUnavailableError` keeps the upstream's last status and its
+`server/http/errors.py`): `RemoteUnavailableError` keeps the upstream's last status and its
 `Retry-After`, `RemoteTimeoutError` the limit, `RemoteFeatureError` the missing feature.
 """
 

@@ -43,10 +43,10 @@ from stackroute.server.engines.base import (
     TokenLogprob,
 )
 from stackroute.server.engines.menu_variants import menu_variants
+from stackroute.server.engines.model_store import LoadedModel, load_model, resolve_model
+from stackroute.server.engines.prefix_cache import PrefixCache
+from stackroute.server.engines.rendering import ChatRenderer
 from stackroute.server.engines.verification import PathLayoutError, PathLevel
-from stackroute.server.model_store import LoadedModel, load_model, resolve_model
-from stackroute.server.prefix_cache import PrefixCache
-from stackroute.server.rendering import ChatRenderer
 
 log = logging.getLogger(__name__)
 

@@ -89,7 +89,7 @@ from stackroute.server.engines.option_scoring import (
     decide_from_answer,
     max_answer_tokens,
 )
-from stackroute.server.rendering import ChatRenderer
+from stackroute.server.engines.rendering import ChatRenderer
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class VllmEngine:
         self.is_cache_enabled = is_cache_enabled
         started = time.perf_counter()
         _set_batch_invariance(o.is_batch_invariant)
-        from stackroute.server.model_store import _model_name, resolve_model
+        from stackroute.server.engines.model_store import _model_name, resolve_model
         from transformers import AutoTokenizer
 
         model_dir = resolve_model(model)  # a GGUF becomes a folder once (vLLM on CPU needs it)

@@ -16,7 +16,6 @@ import pytest
 from rich.console import Console
 from stackroute.bench.aggregate import item_metrics, percentile, summarize_group
 from stackroute.bench.cli import bench_app
-from stackroute.bench.evaluate import Query, run_query
 from stackroute.bench.gold import (
     ARGUMENTS,
     CHOOSE,
@@ -48,6 +47,7 @@ from stackroute.runtime.prompt import Prompt, PromptLayout
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.runtime.usage import Usage
+from stackroute.server.tools.evaluate import Query, run_query
 
 # -- aggregation (no model) ---------------------------------------------------------------
 

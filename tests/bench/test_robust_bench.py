@@ -6,7 +6,7 @@ from typing import Any
 
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.robust_bench import goal_check, variants
-from stackroute.server.recovery import RecoveryOptions
+from stackroute.server.routing.recovery import RecoveryOptions
 
 
 def test_rows_add_one_mechanism_each() -> None:

@@ -17,7 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from stackroute.bench.scripted_engine import ScriptedEngine
-from stackroute.server.app import create_app
+from stackroute.server.http.app import create_app
 from stackroute.server.settings import ServerSettings
 
 START_TIMEOUT_S = 60.0

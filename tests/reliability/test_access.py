@@ -13,8 +13,8 @@ import pytest
 from reliability_kit import error_of, fast_client
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.handlers import HandlerTable
-from stackroute.server import auth
-from stackroute.server.json_logging import JsonFormatter
+from stackroute.server.http import auth
+from stackroute.server.http.json_logging import JsonFormatter
 
 SECRET = "sk-live-7f3a9c1e5b2d4f60-secret"
 WRONG = "sk-live-7f3a9c1e5b2d4f60-secreT"  # same length, one byte off at the end

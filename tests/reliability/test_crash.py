@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from stackroute.bench.crash_harness import SMOKE_KILLS, HarnessOptions, run_harness
 from stackroute.bench.scripted_engine import ScriptedEngine
-from stackroute.server.app import build_engine
+from stackroute.server.http.app import build_engine
 from stackroute.server.settings import ServerSettings, SettingsError
 
 

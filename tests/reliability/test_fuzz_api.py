@@ -21,7 +21,7 @@ from stackroute.bench.fuzz_api import (
     seed_server,
 )
 from stackroute.bench.scripted_engine import ScriptedEngine
-from stackroute.server.app import create_app
+from stackroute.server.http.app import create_app
 
 NUM_SCHEMATHESIS_EXAMPLES = 6  # per operation, data mode and path-parameter choice
 NUM_HOSTILE_EXAMPLES = 300

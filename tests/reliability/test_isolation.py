@@ -161,7 +161,7 @@ class LookupFirst:
 @pytest.mark.model
 def test_a_real_engine_run_with_a_hostile_tool_decides_only_from_menus(
         engine: Any) -> None:
-    from stackroute.server.routing import EngineRouter
+    from stackroute.server.routing.router import EngineRouter
 
     tree: CapabilityTree = build_tree(CATALOG)
     handlers = HandlerTable({"accounts/lookup": lambda: INJECTION})

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from reliability_kit import fast_settings, serve
 from stackroute.bench.load_test import EXAMPLES, LoadOptions, load_queries, run_load
-from stackroute.server.app import create_app
+from stackroute.server.http.app import create_app
 
 CACHE_CAP_BYTES = 4 << 20  # small: a few routing prompts fill it, so eviction is exercised
 

@@ -12,13 +12,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from stackroute.bench.evaluate import Query, run_query
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
-from stackroute.server.contrast import NEUTRAL_REQUEST
+from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import (
     Constraint,
     EngineInfo,
@@ -28,9 +27,10 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
-from stackroute.server.evidence import EvidenceSource, LeafIndex
-from stackroute.server.recovery import RecoveryOptions
-from stackroute.server.routing import RouterOptions, build_machine
+from stackroute.server.routing.contrast import NEUTRAL_REQUEST
+from stackroute.server.routing.recovery import RecoveryOptions
+from stackroute.server.routing.router import RouterOptions, build_machine
+from stackroute.server.tools.evaluate import Query, run_query
 
 # root
 # ├── billing      (router)  pay_water, pay_power

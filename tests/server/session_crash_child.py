@@ -17,9 +17,9 @@ from pathlib import Path
 from session_kit import BANK_CATALOG, PlanEngine, logging_handlers
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind, TraceEvent
-from stackroute.server.catalog_registry import CatalogRegistry
-from stackroute.server.sessions import SessionService
-from stackroute.server.store import SessionStore
+from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.sessions import SessionService
+from stackroute.server.service.store import SessionStore
 
 
 class KillingStore(SessionStore):

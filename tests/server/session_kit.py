@@ -25,7 +25,7 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
-from stackroute.server.store import SessionStore
+from stackroute.server.service.store import SessionStore
 
 SEND_MONEY_SCHEMA = {
     "type": "object",

@@ -1,5 +1,5 @@
 """The routing HTTP API on a minimal app built here from `router` and `setup_routing` (so it
-does not depend on `server/app.py`): catalogs, routing calls, sessions with a gate over HTTP,
+does not depend on `server/http/app.py`): catalogs, routing calls, sessions with a gate over HTTP,
 traces, server-sent events, restarts; and one end-to-end call with the real embedded model."""
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import yaml
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from session_kit import BANK_CATALOG, PlanEngine
-from stackroute.server.api_routing import router, setup_routing, shutdown_routing
-from stackroute.server.app_state import AppState
-from stackroute.server.engine_queue import EngineQueue
 from stackroute.server.engines.base import Engine
-from stackroute.server.errors import install_error_handlers
+from stackroute.server.http.api_routing import router, setup_routing, shutdown_routing
+from stackroute.server.http.app_state import AppState
+from stackroute.server.http.errors import install_error_handlers
+from stackroute.server.service.engine_queue import EngineQueue
 
 
 def make_app(settings: Any, engine: Engine) -> FastAPI:
@@ -421,7 +421,7 @@ def test_the_limits_body_lists_exactly_the_runtime_limits() -> None:
     from dataclasses import fields
 
     from stackroute.runtime.governance import Limits
-    from stackroute.server.routing_schemas import LimitsModel
+    from stackroute.server.http.routing_schemas import LimitsModel
 
     assert set(LimitsModel.model_fields) == {f.name for f in fields(Limits)}
 

@@ -14,8 +14,8 @@ import pytest
 from engine_doubles import RecordingEngine
 from live_server import serve, server_settings
 from stackroute.runtime.errors import CatalogError
-from stackroute.server.app import create_app
 from stackroute.server.engines.remote_engine import RemoteEngine
+from stackroute.server.http.app import create_app
 from upstream_kit import OK, Script, fake_server
 
 BY_IMPORT_PATH = "engine_doubles:build_recording_engine"
@@ -70,7 +70,7 @@ def test_an_engine_passed_in_stays_open(tmp_path: Path) -> None:
 def test_an_engine_that_fails_to_close_is_logged(tmp_path: Path,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(server_settings(tmp_path, engine=BY_IMPORT_PATH))
-    with caplog.at_level(logging.ERROR, logger="stackroute.server.app"), serve(app):
+    with caplog.at_level(logging.ERROR, logger="stackroute.server.http.app"), serve(app):
         engine_doubles.BUILT[0].close_error = OSError("pool already gone")
     assert engine_doubles.BUILT[0].num_closes == 1
     assert any("closing the engine failed" in r.getMessage() for r in caplog.records)

@@ -17,7 +17,6 @@ import httpx
 import pytest
 from engine_doubles import RecordingEngine
 from live_server import serve, server_settings
-from stackroute.server.app import create_app
 from stackroute.server.engines.option_scoring import OptionBiasError
 from stackroute.server.engines.remote_engine import (
     RemoteEngine,
@@ -28,7 +27,8 @@ from stackroute.server.engines.remote_engine import (
     RemoteTimeoutError,
     RemoteUnavailableError,
 )
-from stackroute.server.errors import upstream_status
+from stackroute.server.http.app import create_app
+from stackroute.server.http.errors import upstream_status
 from upstream_kit import FAST_RETRY, OK, Answer, Script, completion, fake_server
 
 QUESTION = [{"role": "user", "content": "Pick a or b."}]

@@ -6,7 +6,7 @@ import threading
 
 import anyio
 import pytest
-from stackroute.server.engine_queue import EngineQueue, QueueFullError
+from stackroute.server.service.engine_queue import EngineQueue, QueueFullError
 
 
 def test_waits_up_to_max_queue_then_refuses_and_recovers() -> None:

@@ -13,15 +13,21 @@ from recovery_kit import WordEmbedder, house_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.menu import CompletionState, Menu
 from stackroute.runtime.tree import Node
-from stackroute.server.calibration import (
+from stackroute.server.embeddings.leaf_index import (
+    Aggregate,
+    Evidence,
+    EvidenceSource,
+    LeafIndex,
+    leaf_text,
+)
+from stackroute.server.routing.calibration import (
     calibration_file,
     load_recovery_options,
     read_calibration,
     write_calibration,
 )
-from stackroute.server.evidence import Aggregate, Evidence, EvidenceSource, LeafIndex, leaf_text
-from stackroute.server.prior import PriorOptions, menu_prior
-from stackroute.server.recovery import RecoveryOptions
+from stackroute.server.routing.prior import PriorOptions, menu_prior
+from stackroute.server.routing.recovery import RecoveryOptions
 
 # house_tree leaves in depth-first order
 PATHS = ("billing/pay_water", "billing/pay_power", "transfers/split_rent",
@@ -181,7 +187,7 @@ def test_calibration_rejects_unknown_options(tmp_path: Path) -> None:
 
 
 def test_committed_calibrations_load() -> None:
-    from stackroute.server.calibration import CALIBRATION_DIR
+    from stackroute.server.routing.calibration import CALIBRATION_DIR
 
     files = sorted(CALIBRATION_DIR.glob("*.json"))
     assert files, f"no calibration files under {CALIBRATION_DIR}"
@@ -190,7 +196,7 @@ def test_committed_calibrations_load() -> None:
 
 
 def test_recovery_for_run_applies_the_switches(tmp_path: Path) -> None:
-    from stackroute.server.calibration import recovery_for_run
+    from stackroute.server.routing.calibration import recovery_for_run
 
     write_calibration(calibration_file("m", tmp_path), model="m",
                       options=RecoveryOptions(evidence_weight=0.4, is_contrast_enabled=True),

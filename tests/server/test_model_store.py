@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from stackroute.runtime.errors import InputError
-from stackroute.server import model_store
-from stackroute.server.model_store import (
+from stackroute.server.engines import model_store
+from stackroute.server.engines.model_store import (
     MANIFEST_FILENAME,
     LoadedModel,
     ModelNotFoundError,
@@ -21,7 +21,7 @@ from stackroute.server.model_store import (
     verify_manifest,
 )
 
-LOGGER = "stackroute.server.model_store"
+LOGGER = "stackroute.server.engines.model_store"
 
 
 def _conversions(caplog: pytest.LogCaptureFixture) -> int:

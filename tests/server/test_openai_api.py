@@ -26,7 +26,6 @@ import pytest
 from engine_doubles import RecordingEngine
 from live_server import serve, server_settings
 from prometheus_client.parser import text_string_to_metric_families
-from stackroute.server.app import create_app
 from stackroute.server.engines.base import (
     Constraint,
     EngineInfo,
@@ -34,6 +33,7 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
+from stackroute.server.http.app import create_app
 
 MAX_TOKENS = 12  # the model is 135M on a couple of CPU cores: keep answers short
 YES_NO_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string",
@@ -317,7 +317,7 @@ def test_auth_on(engine: Any, tmp_path: Path) -> None:
         assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
         right = openai.OpenAI(base_url=f"{base_url}/v1", api_key="s3cret", max_retries=0)
         assert right.models.list().data[0].id == engine.info.model
-        # Probes and scrapes stay open (see server/auth.py).
+        # Probes and scrapes stay open (see server/http/auth.py).
         for path in ("/healthz", "/readyz", "/metrics"):
             assert httpx.get(f"{base_url}{path}").status_code == 200, path
         security = httpx.get(f"{base_url}/openapi.json").json()["components"]["securitySchemes"]
@@ -441,7 +441,7 @@ def test_stackroute_serve_with_no_flags_starts_offline(embedded_model_dir: Path,
 
 def test_building_the_app_imports_no_model_library() -> None:
     """The HTTP layer is importable (and an app buildable) on a machine without torch/vLLM."""
-    code = ("import sys\nfrom stackroute.server.app import create_app\n"
+    code = ("import sys\nfrom stackroute.server.http.app import create_app\n"
             "from stackroute.server.settings import ServerSettings\n"
             "create_app(ServerSettings(db=':memory:'))\n"
             "heavy = [m for m in ('torch', 'transformers', 'xgrammar', 'vllm') if m in "

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import torch
-from stackroute.server.model_store import LoadedModel
-from stackroute.server.prefix_cache import PrefixCache
+from stackroute.server.engines.model_store import LoadedModel
+from stackroute.server.engines.prefix_cache import PrefixCache
 from transformers import DynamicCache
 
 NUM_LAYERS, NUM_KV_HEADS, HEAD_DIM = 3, 2, 4

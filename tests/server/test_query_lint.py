@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.engines.base import ContextOverflowError
-from stackroute.server.query_lint import query_confusion
+from stackroute.server.tools.query_lint import query_confusion
 from taxonomy_kit import ScriptedEngine, leaf, router
 
 TREE = build_tree(router(

@@ -20,14 +20,19 @@ from recovery_kit import (
     run,
     then_done,
 )
-from stackroute.bench.evaluate import Query, run_query
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.state import RunState
-from stackroute.server.recovery import RecoveryOptions, RecoveryPolicy, child_request, is_fresh
-from stackroute.server.routing import EngineRouter, RouterOptions, build_machine
-from stackroute.server.scoring import MenuScorer
+from stackroute.server.routing.menu_scoring import MenuScorer
+from stackroute.server.routing.recovery import (
+    RecoveryOptions,
+    RecoveryPolicy,
+    child_request,
+    is_fresh,
+)
+from stackroute.server.routing.router import EngineRouter, RouterOptions, build_machine
+from stackroute.server.tools.evaluate import Query, run_query
 
 WATER = "Pay the water bill now"
 EVIDENCE_ONLY: dict[str, Any] = {"is_backtracking_enabled": False, "is_fallback_enabled": False}
@@ -278,7 +283,7 @@ def test_contrast_applies_to_fresh_frames_only() -> None:
 
 
 def test_neutral_prompt_is_the_same_path_with_a_content_free_request() -> None:
-    from stackroute.server.contrast import NEUTRAL_REQUEST, neutral_prompt
+    from stackroute.server.routing.contrast import NEUTRAL_REQUEST, neutral_prompt
 
     tree = house_tree()
     requests = _requests(tree, ["billing", "pay_water", "DONE", "DONE"])
@@ -321,8 +326,8 @@ def test_real_model_and_embedder_record_confidence_and_recover(engine: Any,
                                                                tmp_path: Any) -> None:
     from stackroute.bench.generate import generate_suite
     from stackroute.runtime.catalog import build_tree
-    from stackroute.server.embeddings import Embedder
-    from stackroute.server.routing import evidence_for_tree
+    from stackroute.server.embeddings.embedder import Embedder
+    from stackroute.server.routing.router import evidence_for_tree
 
     suite = generate_suite("semantic-overlap", num_leaves=16, seed=0)
     tree = build_tree(suite.catalog)

@@ -25,9 +25,9 @@ from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
-from stackroute.server.app import create_app
-from stackroute.server.engines.base import ENGINES, Constraint, SamplingOptions
+from stackroute.server.engines.base import Constraint, SamplingOptions
 from stackroute.server.engines.option_scoring import InvalidMenuError, OptionBiasError
+from stackroute.server.engines.registry import create_engine
 from stackroute.server.engines.remote_engine import (
     RemoteEngine,
     RemoteEngineError,
@@ -36,6 +36,7 @@ from stackroute.server.engines.remote_engine import (
     RemoteRejectedError,
     RemoteUnavailableError,
 )
+from stackroute.server.http.app import create_app
 from upstream_kit import FAST_RETRY, OK, UNAVAILABLE, Script, completion, fake_server
 
 SYSTEM = Message("system", "You route requests to tools. Answer with one option name.")
@@ -86,9 +87,12 @@ def test_decisions_equal_the_in_process_engine(remote: RemoteEngine, engine: Any
     assert set(far.probabilities) == set(options)
     assert math.isclose(sum(far.probabilities.values()), 1.0, rel_tol=1e-9)
     if len(options) <= 20:  # the server shows every option: the distribution is exact
+        # ... up to float32 rounding: the server's call finds the prompt's KV in the prefix
+        # cache that the local call filled, so its menu pass sums in another order (measured
+        # differences up to 1.3e-6 on a loaded 2-core box).
         for option in options:
             assert far.probabilities[option] == pytest.approx(local.probabilities[option],
-                                                              abs=1e-6)
+                                                              abs=1e-5)
     assert far.usage.prompt_tokens == engine.count_tokens(prompt)
 
 
@@ -157,7 +161,7 @@ def test_prepare_warms_every_constraint_and_registry_builds_it(live: str,
             {"name": "send", "description": "send mail", "parameters": {
                 "type": "object", "properties": {"to": {"type": "string"}}}}]},
         {"name": "clock", "description": "the time"}]}))
-    made = ENGINES.create("remote", base_url=live, model=None)
+    made = create_engine("remote", base_url=live)
     assert isinstance(made, RemoteEngine)
     stats = made.prepare(load_catalog(catalog))
     assert (stats.num_menus, stats.num_schemas) == (3, 2)
@@ -286,14 +290,14 @@ def test_the_prefix_cache_cannot_be_switched_off_from_here() -> None:
 
 IMPORTS_WITHOUT_VLLM = """
 import importlib.util, sys
-import stackroute.server.app, stackroute.server.engines.remote_engine
+import stackroute.server.http.app, stackroute.server.engines.remote_engine
 import stackroute.server.engines.vllm_engine
-from stackroute.server.engines.base import ENGINES
-assert {"remote", "vllm", "transformers"} <= set(ENGINES.factories)
+from stackroute.server.engines.registry import BUILT_IN, create_engine
+assert {"remote", "vllm", "transformers"} <= set(BUILT_IN)
 assert "vllm" not in sys.modules, "importing the engines imported vLLM"
 if importlib.util.find_spec("vllm") is None:
     try:
-        ENGINES.create("vllm", model=None)
+        create_engine("vllm")
     except Exception as error:
         assert type(error).__name__ == "VllmNotInstalledError", error
         assert "pip install vllm" in str(error)

@@ -26,8 +26,8 @@ from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import LocalExecutor
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.usage import Usage
-from stackroute.server.catalog_registry import CatalogRegistry
-from stackroute.server.sessions import (
+from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.sessions import (
     SessionOptions,
     SessionsBusyError,
     SessionService,
@@ -35,7 +35,7 @@ from stackroute.server.sessions import (
     StreamEnd,
     UnknownSessionError,
 )
-from stackroute.server.store import SessionStore
+from stackroute.server.service.store import SessionStore
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,8 +29,8 @@ from stackroute.server.engines.base import (
     PromptInput,
 )
 from stackroute.server.engines.verification import PathLayoutError, PathLevel
-from stackroute.server.routing import EngineRouter, RouterOptions, build_machine
-from stackroute.server.speculation import (
+from stackroute.server.routing.router import EngineRouter, RouterOptions, build_machine
+from stackroute.server.routing.speculator import (
     Draft,
     Drafter,
     DraftSource,
@@ -298,7 +298,7 @@ def test_route_cache_drafts_the_route_taken_for_the_same_or_a_similar_request() 
 
 
 def test_speculation_cannot_be_combined_with_recovery() -> None:
-    from stackroute.server.recovery import RecoveryOptions
+    from stackroute.server.routing.recovery import RecoveryOptions
 
     with pytest.raises(ValueError, match="cannot be combined with recovery"):
         RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE)
@@ -340,7 +340,7 @@ def _run_at(machine: StackMachine, task: str, at: str) -> RunState:
 
 @pytest.fixture(scope="module")
 def embedder() -> Any:
-    from stackroute.server.embeddings import Embedder
+    from stackroute.server.embeddings.embedder import Embedder
 
     return Embedder()
 
@@ -425,11 +425,11 @@ def _close_decisions(a: RunState, b: RunState, tol: float = 1e-4) -> bool:
 def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     """A repeated request in a second session is verified from the route the first session
     took, through the server's per-catalog speculator; the decisions are the same."""
-    from stackroute.server.catalog_registry import CatalogRegistry
     from stackroute.server.engines.base import EngineInfo, PrepareStats
-    from stackroute.server.sessions import SessionOptions, SessionService
-    from stackroute.server.speculators import SpeculatorPool
-    from stackroute.server.store import SessionStore
+    from stackroute.server.routing.speculator_pool import SpeculatorPool
+    from stackroute.server.service.catalog_registry import CatalogRegistry
+    from stackroute.server.service.sessions import SessionOptions, SessionService
+    from stackroute.server.service.store import SessionStore
 
     class ServedFake(FakeEngine):
         info = EngineInfo(engine="fake", model="fake", max_context_tokens=1 << 20)
@@ -466,7 +466,7 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
 
 
 def test_the_pool_keeps_one_speculator_per_catalog_tree() -> None:
-    from stackroute.server.speculators import SpeculatorPool
+    from stackroute.server.routing.speculator_pool import SpeculatorPool
 
     pool = SpeculatorPool(deep_engine(), DraftSource.ROUTES,  # type: ignore[arg-type]
                           embedder_factory=WordEmbedder, max_catalogs=2)

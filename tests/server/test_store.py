@@ -14,7 +14,7 @@ from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.messages import Message
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind, TraceEvent
-from stackroute.server.store import CatalogRecord, SessionStore, strict_json
+from stackroute.server.service.store import CatalogRecord, SessionStore, strict_json
 
 
 def make_state(run_id: str = "s1", *, num_events: int = 2) -> RunState:

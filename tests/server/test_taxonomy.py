@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from stackroute.runtime.catalog import build_tree
-from stackroute.server.embedding_cache import CachedEmbedder
-from stackroute.server.lint_overlaps import lint_with_overlaps, render_warnings
-from stackroute.server.taxonomy import (
+from stackroute.server.embeddings.vector_cache import CachedEmbedder
+from stackroute.server.tools.lint_overlaps import lint_with_overlaps, render_warnings
+from stackroute.server.tools.taxonomy import (
     DEFAULT_THRESHOLDS,
     FindingKind,
     OverlapThresholds,
@@ -161,7 +161,7 @@ def test_lint_with_overlaps_merges_runtime_warnings(tmp_path: Path) -> None:
 def test_lint_without_embeddings_imports_no_torch(tmp_path: Path) -> None:
     path = tmp_path / "c.catalog.json"
     path.write_text(json.dumps(OVERLAP))
-    code = (f"import sys; from stackroute.server.lint_overlaps import lint_with_overlaps\n"
+    code = (f"import sys; from stackroute.server.tools.lint_overlaps import lint_with_overlaps\n"
             f"out = lint_with_overlaps({str(path)!r}, use_embeddings=False)\n"
             f"assert out['overlaps']['embeddings_skipped'] == 'not requested', out\n"
             f"sys.exit('torch imported' if 'torch' in sys.modules else 0)")
@@ -217,5 +217,5 @@ def test_real_embedder_flags_seal_tools_style_overlaps(real_embedder: CachedEmbe
 
 @pytest.mark.parametrize("module", ["words", "taxonomy", "router_naming", "clustering"])
 def test_docstring_examples(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(f"stackroute.server.{module}"))
+    result = doctest.testmod(importlib.import_module(f"stackroute.server.tools.{module}"))
     assert result.attempted > 0 and result.failed == 0

@@ -15,15 +15,19 @@ import pytest
 from stackroute.runtime.catalog import RESERVED_NAMES, build_tree, load_catalog
 from stackroute.runtime.errors import CatalogError, InputError
 from stackroute.runtime.tree import Node
-from stackroute.server.clustering import (
+from stackroute.server.tools.clustering import (
     PartitionOptions,
     _assign,
     balanced_kmeans,
     levels_needed,
     partition,
 )
-from stackroute.server.router_naming import ROUTER_NAME_PATTERN, describe_router, name_from_words
-from stackroute.server.tree_builder import build_tree_file, build_tree_from_flat
+from stackroute.server.tools.router_naming import (
+    ROUTER_NAME_PATTERN,
+    describe_router,
+    name_from_words,
+)
+from stackroute.server.tools.tree_builder import build_tree_file, build_tree_from_flat
 from taxonomy_kit import TOPICS, FakeEmbedder, ScriptedEngine, leaf, router
 
 

@@ -31,13 +31,9 @@ from stackroute.grammars.menu import CompiledMenu
 from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
-from stackroute.server.engines.base import (
-    ENGINES,
-    Constraint,
-    ContextOverflowError,
-    SamplingOptions,
-)
+from stackroute.server.engines.base import Constraint, ContextOverflowError, SamplingOptions
 from stackroute.server.engines.option_scoring import InvalidMenuError
+from stackroute.server.engines.registry import create_engine
 
 _VLLM = importlib.util.find_spec("vllm")
 if _VLLM is None or _VLLM.origin is None:  # None: only this folder, seen as a namespace package
@@ -232,7 +228,7 @@ def test_a_prompt_past_the_context_is_refused(vllm_engine: Any) -> None:
 
 def test_the_registry_refuses_a_base_url() -> None:
     with pytest.raises(Exception, match="--engine remote"):
-        ENGINES.create("vllm", model=None, base_url="http://127.0.0.1:9")
+        create_engine("vllm", base_url="http://127.0.0.1:9")
 
 
 # -- the prefix cache on the 4-call route ---------------------------------------------------------

@@ -27,7 +27,7 @@ from stackroute.runtime.errors import CatalogError, InputError, Problem, StateEr
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine, PrepareStats
-from stackroute.server.store import CatalogRecord, SessionStore
+from stackroute.server.service.store import CatalogRecord, SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from typing import Any
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.usage import Usage
-from stackroute.server.contrast import NeutralContrast, is_fresh
+from stackroute.server.embeddings.leaf_index import Evidence, EvidenceSource
 from stackroute.server.engines.base import Engine, MenuResult
-from stackroute.server.evidence import Evidence, EvidenceSource
-from stackroute.server.prior import MenuPrior, PriorOptions, menu_prior
+from stackroute.server.routing.contrast import NeutralContrast, is_fresh
+from stackroute.server.routing.prior import MenuPrior, PriorOptions, menu_prior
 
 
 @dataclass(frozen=True)

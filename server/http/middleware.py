@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from stackroute.server.errors import error_response, internal_error_response
+from stackroute.server.http.errors import error_response, internal_error_response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("stackroute.server.access")

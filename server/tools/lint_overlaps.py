@@ -12,8 +12,8 @@ from typing import Any
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.errors import InputError, Problem
 from stackroute.runtime.lint import lint_file
-from stackroute.server.embedding_cache import CachedEmbedder, TextEmbedder
-from stackroute.server.taxonomy import (
+from stackroute.server.embeddings.vector_cache import CachedEmbedder, TextEmbedder
+from stackroute.server.tools.taxonomy import (
     DEFAULT_THRESHOLDS,
     STRUCTURAL_KINDS,
     Finding,

@@ -24,7 +24,7 @@ from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.tree import PATH_SEP, CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing import build_machine
+from stackroute.server.routing.router import build_machine
 
 log = logging.getLogger(__name__)
 NOTHING_APPLIES = CompletionState.DONE.value  # the right root answer for a query with no gold

@@ -32,7 +32,6 @@ from stackroute.runtime.errors import (
     InputError,
     StateError,
 )
-from stackroute.server.engine_queue import QueueFullError
 from stackroute.server.engines.base import ContextOverflowError
 from stackroute.server.engines.option_scoring import OptionBiasError
 from stackroute.server.engines.remote_engine import (
@@ -42,6 +41,7 @@ from stackroute.server.engines.remote_engine import (
     RemoteTimeoutError,
     RemoteUnavailableError,
 )
+from stackroute.server.service.engine_queue import QueueFullError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)

@@ -33,12 +33,12 @@ from stackroute.runtime.state import RunState, arguments_digest
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.catalog_registry import CatalogRegistry, UnknownCatalogError
-from stackroute.server.engine_queue import QueueFullError
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing import build_machine
-from stackroute.server.speculators import SpeculatorPool
-from stackroute.server.store import SessionRecord, SessionRow, SessionStore, strict_json
+from stackroute.server.routing.router import build_machine
+from stackroute.server.routing.speculator_pool import SpeculatorPool
+from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
+from stackroute.server.service.engine_queue import QueueFullError
+from stackroute.server.service.store import SessionRecord, SessionRow, SessionStore, strict_json
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from stackroute.runtime.prompt import answer
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.contrast import is_fresh
-from stackroute.server.evidence import Aggregate
-from stackroute.server.prior import PriorOptions
-from stackroute.server.scoring import MenuScorer, ScoredMenu
+from stackroute.server.embeddings.leaf_index import Aggregate
+from stackroute.server.routing.contrast import is_fresh
+from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
+from stackroute.server.routing.prior import PriorOptions
 
 
 @dataclass(frozen=True, kw_only=True)

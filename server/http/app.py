@@ -23,29 +23,29 @@ import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from stackroute.server import api_openai
-from stackroute.server import metrics as metrics_module
-from stackroute.server.app_state import AppState
-from stackroute.server.auth import ApiKeyAuth
-from stackroute.server.engine_import import import_engine_factory, is_import_path
-from stackroute.server.engine_queue import EngineQueue
-from stackroute.server.engines.base import ENGINES, ClosableEngine, Engine
-from stackroute.server.errors import (
+from stackroute.server.engines.base import ClosableEngine, Engine
+from stackroute.server.engines.registry import create_engine
+from stackroute.server.http import api_openai
+from stackroute.server.http import metrics as metrics_module
+from stackroute.server.http.app_state import AppState
+from stackroute.server.http.auth import ApiKeyAuth
+from stackroute.server.http.errors import (
     document_error_responses,
     error_responses,
     install_error_handlers,
 )
-from stackroute.server.metrics import Metrics
-from stackroute.server.middleware import (
+from stackroute.server.http.metrics import Metrics
+from stackroute.server.http.middleware import (
     BodyLimitMiddleware,
     RequestContextMiddleware,
     route_template,
 )
+from stackroute.server.service.engine_queue import EngineQueue
 from stackroute.server.settings import ServerSettings
 from starlette.types import Scope
 
 log = logging.getLogger(__name__)
-ROUTING_MODULE = "stackroute.server.api_routing"
+ROUTING_MODULE = "stackroute.server.http.api_routing"
 
 
 class Health(BaseModel):
@@ -138,13 +138,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
 def build_engine(settings: ServerSettings) -> Engine:
     """The engine the settings name: a registered name, or an import path 'module:factory'
     (called with the same options)."""
-    options: dict[str, Any] = {"model": settings.model}
-    if settings.base_url is not None:
-        options["base_url"] = settings.base_url
-    if is_import_path(settings.engine):
-        engine: Engine = import_engine_factory(settings.engine)(**options)
-        return engine
-    return ENGINES.create(settings.engine, **options)
+    return create_engine(settings.engine, model=settings.model, base_url=settings.base_url)
 
 
 async def _close_engine(engine: Engine) -> None:

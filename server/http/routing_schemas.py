@@ -1,4 +1,4 @@
-"""Request and response bodies of the routing API (`server/api_routing.py`): what the OpenAPI
+"""Request and response bodies of the routing API (`server/http/api_routing.py`): what the OpenAPI
 schema shows, so every field has its type, bounds and a description where the name is not
 enough."""
 

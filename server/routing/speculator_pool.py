@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.embeddings.leaf_index import TextEmbedder
 from stackroute.server.engines.base import Engine
 from stackroute.server.engines.verification import PathVerifier
-from stackroute.server.evidence import TextEmbedder
-from stackroute.server.routing import default_embedder, evidence_for_tree
-from stackroute.server.speculation import DraftSource, RouteCache, Speculator, make_drafter
+from stackroute.server.routing.router import default_embedder, evidence_for_tree
+from stackroute.server.routing.speculator import DraftSource, RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
 

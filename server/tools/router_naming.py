@@ -21,7 +21,7 @@ from stackroute.runtime.catalog import RESERVED_NAMES
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
-from stackroute.server.words import (
+from stackroute.server.tools.words import (
     GENERIC_TOOL_WORDS,
     STOP_WORDS,
     split_name,

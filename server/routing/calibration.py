@@ -1,8 +1,8 @@
 """Per-model recovery settings, calibrated on dev splits and committed as JSON.
 
-`bench/calibrate.py` measures them and writes `bench/calibration/<model>.json`; routers load
-the file named after their engine's model, else `default.json`, else `RecoveryOptions()`.
-The folder sits beside `server/` both in a checkout and in an installed `stackroute`.
+`bench/calibrate.py` measures them and writes `calibrations/<model>.json` beside this module
+(package data, so an installed `stackroute` ships them); routers load the file named after
+their engine's model, else `default.json`, else `RecoveryOptions()`.
 
 File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`; only
 `options` is read, and an unknown option there is an error.
@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
-from stackroute.server.recovery import RecoveryOptions
+from stackroute.server.routing.recovery import RecoveryOptions
 
 log = logging.getLogger(__name__)
 
-CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "bench" / "calibration"
+CALIBRATION_DIR = Path(__file__).resolve().parent / "calibrations"
 DEFAULT_NAME = "default"
 
 
@@ -98,6 +98,6 @@ def recovery_for_run(model: str, *, is_enabled: bool = True, is_evidence: bool =
 def _has_embedder() -> bool:
     import importlib.util
 
-    from stackroute.server.embeddings import DEFAULT_EMBEDDING_PACKAGE
+    from stackroute.server.embeddings.embedder import DEFAULT_EMBEDDING_PACKAGE
 
     return importlib.util.find_spec(DEFAULT_EMBEDDING_PACKAGE) is not None

@@ -24,16 +24,16 @@ import yaml
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import CatalogError, InputError, Problem
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.clustering import Group, PartitionOptions, partition
-from stackroute.server.embedding_cache import CachedEmbedder, TextEmbedder
+from stackroute.server.embeddings.vector_cache import CachedEmbedder, TextEmbedder
 from stackroute.server.engines.base import Engine
-from stackroute.server.router_naming import (
+from stackroute.server.tools.clustering import Group, PartitionOptions, partition
+from stackroute.server.tools.router_naming import (
     WordStats,
     describe_router,
     model_name,
     name_from_words,
 )
-from stackroute.server.words import split_name, topic_text
+from stackroute.server.tools.words import split_name, topic_text
 
 log = logging.getLogger(__name__)
 

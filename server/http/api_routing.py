@@ -5,7 +5,7 @@ blocking call (the model, SQLite, constraint compilation) runs in a worker threa
 event loop; a routing call's model work goes through the app's engine queue when there is one.
 Errors are the runtime's `InputError`s (each class's `http_status`, else the app's mapping:
 `StateError` 409, `CatalogError` 422 with its problems by node path), answered in the app's
-one error shape by `server/errors.py`.
+one error shape by `server/http/errors.py`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
-from stackroute.server.app_state import AppState, get_state
-from stackroute.server.catalog_registry import CatalogEntry, CatalogRegistry
 from stackroute.server.engines.base import Engine
-from stackroute.server.errors import error_responses
-from stackroute.server.routing import EngineRouter, build_machine
-from stackroute.server.routing_schemas import (
+from stackroute.server.http.app_state import AppState, get_state
+from stackroute.server.http.errors import error_responses
+from stackroute.server.http.routing_schemas import (
     CatalogCreated,
     CatalogInfo,
     CatalogList,
@@ -47,15 +45,17 @@ from stackroute.server.routing_schemas import (
     TreeStatsModel,
     UsageModel,
 )
-from stackroute.server.sessions import (
+from stackroute.server.routing.router import EngineRouter, build_machine
+from stackroute.server.routing.speculator import DraftSource
+from stackroute.server.routing.speculator_pool import SpeculatorPool
+from stackroute.server.service.catalog_registry import CatalogEntry, CatalogRegistry
+from stackroute.server.service.sessions import (
     SessionOptions,
     SessionService,
     StreamEnd,
     routing_outcome,
 )
-from stackroute.server.speculation import DraftSource
-from stackroute.server.speculators import SpeculatorPool
-from stackroute.server.store import SessionRecord, SessionRow, SessionStore, strict_json
+from stackroute.server.service.store import SessionRecord, SessionRow, SessionStore, strict_json
 from starlette.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)

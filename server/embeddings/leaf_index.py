@@ -47,7 +47,7 @@ class Aggregate(StrEnum):
 
 
 class TextEmbedder(Protocol):
-    """What the index needs from an embedder (`stackroute.server.embeddings.Embedder`)."""
+    """What the index needs from an embedder (`stackroute.server.embeddings.embedder.Embedder`)."""
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit vectors `[len(texts), dim]`."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from stackroute.runtime.menu import CompletionState, Menu
 from stackroute.runtime.tree import Node
-from stackroute.server.evidence import Aggregate, Evidence
+from stackroute.server.embeddings.leaf_index import Aggregate, Evidence
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,8 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 from stackroute.runtime.usage import Usage
-from stackroute.server.app_state import get_state
 from stackroute.server.engines.base import Engine
+from stackroute.server.http.app_state import get_state
 
 log = logging.getLogger(__name__)
 

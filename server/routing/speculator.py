@@ -38,10 +38,10 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.speculation import drafted_requests, matches
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
+from stackroute.server.embeddings.leaf_index import EvidenceSource, TextEmbedder
 from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
 from stackroute.server.engines.verification import PathLevel, PathVerifier
-from stackroute.server.evidence import EvidenceSource, TextEmbedder
-from stackroute.server.recovery import MenuStep
+from stackroute.server.routing.recovery import MenuStep
 
 log = logging.getLogger(__name__)
 

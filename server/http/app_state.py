@@ -1,5 +1,5 @@
 """What the HTTP layer shares across requests: settings, the engine, catalogs, sessions,
-metrics. Built once at start-up by `server/app.py`; routers reach it through `get_state`."""
+metrics. Built once at start-up by `server/http/app.py`; routers reach it through `get_state`."""
 
 from __future__ import annotations
 

@@ -23,8 +23,6 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.usage import Usage
-from stackroute.server.app_state import AppState, get_state
-from stackroute.server.engine_queue import EngineQueue
 from stackroute.server.engines.base import (
     Constraint,
     ConstraintKind,
@@ -34,8 +32,9 @@ from stackroute.server.engines.base import (
     SamplingOptions,
     TokenLogprob,
 )
-from stackroute.server.errors import InvalidParameterError, error_responses
-from stackroute.server.openai_schemas import (
+from stackroute.server.http.app_state import AppState, get_state
+from stackroute.server.http.errors import InvalidParameterError, error_responses
+from stackroute.server.http.openai_schemas import (
     MAX_PROMPTS,
     MAX_STOP_STRINGS,
     AssistantMessage,
@@ -58,6 +57,7 @@ from stackroute.server.openai_schemas import (
     TokenLogprobOut,
     TopLogprob,
 )
+from stackroute.server.service.engine_queue import EngineQueue
 
 MIN_LOGPROB = -9999.0  # JSON has no -inf; a masked-out token reports this instead
 _STARTED_AT = int(time.time())
