@@ -41,8 +41,9 @@ from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.routing.calibration import load_recovery_options
+from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
-from stackroute.server.routing.router import RouterOptions, build_machine, evidence_for_tree
+from stackroute.server.routing.router import build_machine, evidence_for_tree
 from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult, run_query, score
 
 log = logging.getLogger(__name__)

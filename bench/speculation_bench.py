@@ -43,8 +43,9 @@ from stackroute.runtime.governance import Limits
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
 from stackroute.server.embeddings.leaf_index import EvidenceSource
-from stackroute.server.routing.router import RouterOptions, build_machine, evidence_for_tree
-from stackroute.server.routing.speculator import DraftSource, RouteCache
+from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.router import build_machine, evidence_for_tree
+from stackroute.server.routing.speculator import RouteCache
 from stackroute.server.tools.evaluate import Query
 
 log = logging.getLogger(__name__)

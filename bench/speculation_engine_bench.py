@@ -31,7 +31,8 @@ from stackroute.runtime.speculation import drafted_requests
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.verification import PathLevel
-from stackroute.server.routing.router import RouterOptions, build_machine
+from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.router import build_machine
 
 log = logging.getLogger(__name__)
 

@@ -215,7 +215,7 @@ class StackMachine:
         if not isinstance(arguments_text, str):
             arguments_text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
         errors = argument_errors(leaf.parameters, arguments)
-        turns = [answer(leaf.name), self.layout.arguments_request(leaf),
+        turns = [answer(leaf.name), self.layout.arguments_request(leaf, state.task),
                  Message("assistant", arguments_text)]
         if errors:
             frame.turns.extend(turns[:2])

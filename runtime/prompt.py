@@ -70,7 +70,8 @@ class PromptLayout:
         return Prompt(self.header(state) + tuple(turns))
 
     def arguments_prompt(self, state: RunState, leaf: Node) -> Prompt:
-        return self.routing_prompt(state).extend(answer(leaf.name), self.arguments_request(leaf))
+        return self.routing_prompt(state).extend(answer(leaf.name),
+                                                  self.arguments_request(leaf, state.task))
 
     def menu_turn(self, node: Node, *, request: str | None = None) -> Message:
         """The opening turn of a frame: where it is and every option, once per frame (the
@@ -89,13 +90,18 @@ class PromptLayout:
         lines.append("Answer with one option name.")
         return Message("user", "\n".join(lines))
 
-    def arguments_request(self, leaf: Node) -> Message:
+    def arguments_request(self, leaf: Node, request: str) -> Message:
+        """The ask for a leaf's arguments. The request is quoted again last, right before the
+        answer: SmolLM2-135M copied the values ("Send 500 dollars to Asha" → Asha, 500) in 3
+        of 3 trials this way and in 0 of 3 when the request was only at the top of the prompt
+        (it made up "John", 10.5)."""
         schema = json.dumps(leaf.parameters or {"type": "object", "properties": {}},
                             ensure_ascii=False, separators=(",", ":"))
+        quoted = json.dumps(request, ensure_ascii=False)
         return Message(
             "user",
-            f"Arguments for {leaf.name}, as one JSON object matching this schema, with values "
-            f"taken from the request: {schema}",
+            f"Schema of {leaf.name}'s arguments: {schema}\nRequest: {quoted}\nWrite the JSON "
+            "arguments, copying the values from the request.",
         )
 
     # Each turn below ends by naming the completion state the next menu really offers.

@@ -35,7 +35,8 @@ class RoutingRequest:
 
     def arguments_prompt(self, leaf: Node) -> Prompt:
         """The prompt for a chosen leaf's arguments: this call's prompt, the answer, the ask."""
-        return self.prompt.extend(answer(leaf.name), self.layout.arguments_request(leaf))
+        return self.prompt.extend(answer(leaf.name),
+                                  self.layout.arguments_request(leaf, self.task))
 
 
 class Router(Protocol):

@@ -206,7 +206,7 @@ SpecOpt = Annotated[str, typer.Option(
 
 
 def _speculation(speculation: str, no_speculation: bool) -> Any:
-    from stackroute.server.routing.speculator import DraftSource
+    from stackroute.server.routing.options import DraftSource
 
     if no_speculation:
         return DraftSource.OFF
@@ -219,7 +219,7 @@ def _speculation(speculation: str, no_speculation: bool) -> Any:
 
 
 def _router_options(speculation: str, no_speculation: bool) -> Any:
-    from stackroute.server.routing.router import RouterOptions
+    from stackroute.server.routing.options import RouterOptions
 
     return RouterOptions(speculation=_speculation(speculation, no_speculation))
 

@@ -29,7 +29,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from stackroute.server.routing.speculator import DraftSource
+from stackroute.server.routing.options import DraftSource
 
 ENV_PREFIX = "STACKROUTE_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"

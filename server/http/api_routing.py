@@ -45,8 +45,8 @@ from stackroute.server.http.routing_schemas import (
     TreeStatsModel,
     UsageModel,
 )
+from stackroute.server.routing.options import DraftSource
 from stackroute.server.routing.router import EngineRouter, build_machine
-from stackroute.server.routing.speculator import DraftSource
 from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.catalog_registry import CatalogEntry, CatalogRegistry
 from stackroute.server.service.sessions import (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +27,13 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex, T
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.menu_scoring import MenuScorer
-from stackroute.server.routing.recovery import MenuStep, RecoveryOptions, RecoveryPolicy
-from stackroute.server.routing.speculator import DraftSource, RouteCache, Speculator, make_drafter
+from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
+from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
 
 EMPTY_OBJECT_SCHEMA = {"type": "object", "properties": {}}
-
-
-@dataclass(frozen=True, kw_only=True)
-class RouterOptions:
-    max_argument_tokens: int = 384
-    recovery: RecoveryOptions | None = None  # None: plain routing, one call per menu
-    speculation: DraftSource = DraftSource.OFF  # plain routing only: drafts to verify
-
-    def __post_init__(self) -> None:
-        if self.recovery is not None and self.speculation is not DraftSource.OFF:
-            raise ValueError("speculative routing reproduces plain routing's decisions; it "
-                             "cannot be combined with recovery options")
 
 
 class EngineRouter:

@@ -30,7 +30,6 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +40,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource, TextEmbedder
 from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
 from stackroute.server.engines.verification import PathLevel, PathVerifier
+from stackroute.server.routing.options import DraftSource
 from stackroute.server.routing.recovery import MenuStep
 
 log = logging.getLogger(__name__)
@@ -49,13 +49,6 @@ DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1
 DEFAULT_MAX_LEVELS = 8
 DEFAULT_MAX_FAILED_DRAFTS = 1  # per run: a draft that kept < 2 levels cost a longer pass
 MAX_RUNS_WAITING = 1024
-
-
-class DraftSource(StrEnum):
-    OFF = "off"
-    EVIDENCE = "evidence"
-    ROUTES = "routes"
-    BOTH = "both"
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.embeddings.leaf_index import TextEmbedder
 from stackroute.server.engines.base import Engine
 from stackroute.server.engines.verification import PathVerifier
+from stackroute.server.routing.options import DraftSource
 from stackroute.server.routing.router import default_embedder, evidence_for_tree
-from stackroute.server.routing.speculator import DraftSource, RouteCache, Speculator, make_drafter
+from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
 

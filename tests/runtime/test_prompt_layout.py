@@ -34,11 +34,10 @@ ACCOUNTS_MENU_TURN = (
     "- BACK: nothing here fits the request; go back up\n"
     "Answer with one option name."
 )
-OPEN_ACCOUNT_ARGS = (
-    'Arguments for open_account, as one JSON object matching this schema, with values taken '
-    'from the request: {"type":"object","properties":{"kind":{"enum":["savings","checking"]}},'
-    '"required":["kind"]}'
-)
+def open_account_args(request: str) -> str:
+    return ('Schema of open_account\'s arguments: {"type":"object","properties":{"kind":{"enum":'
+            '["savings","checking"]}},"required":["kind"]}\nRequest: "' + request + '"\nWrite '
+            'the JSON arguments, copying the values from the request.')
 
 
 def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | None = None,
@@ -57,7 +56,8 @@ def test_prompts_exact_for_a_small_run() -> None:
               Message("user", "Request: open a savings account\n\n" + ROOT_MENU_TURN))
     a = Message("assistant", "accounts")
     back = Message("user", "payments: nothing there fits.\nAnswer with the next option, or DONE.")
-    opened = [Message("assistant", "open_account"), Message("user", OPEN_ACCOUNT_ARGS),
+    opened = [Message("assistant", "open_account"),
+              Message("user", open_account_args("open a savings account")),
               Message("assistant", '{"kind":"savings"}'),
               Message("user", 'open_account returned: {"account": "savings-1"}\n'
                               'Answer with the next option, or DONE.')]
@@ -147,7 +147,8 @@ def test_arguments_prompt_extends_the_routing_prompt() -> None:
     prompt = request.arguments_prompt(leaf)
     assert prompt.messages[:-2] == request.prompt.messages
     assert prompt.messages[-2:] == (Message("assistant", "open_account"),
-                                    Message("user", OPEN_ACCOUNT_ARGS))
-    assert machine.layout.arguments_prompt(state, leaf).messages[-1].content == OPEN_ACCOUNT_ARGS
+                                    Message("user", open_account_args("x")))
+    assert machine.layout.arguments_prompt(state, leaf).messages[-1].content == \
+        open_account_args("x")
     assert request.prompt.is_prefix_of(prompt) and not prompt.is_prefix_of(request.prompt)
     assert (request.step, request.depth, request.task) == (1, 1, "x")

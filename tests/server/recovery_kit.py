@@ -28,8 +28,9 @@ from stackroute.server.engines.base import (
     SamplingOptions,
 )
 from stackroute.server.routing.contrast import NEUTRAL_REQUEST
+from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
-from stackroute.server.routing.router import RouterOptions, build_machine
+from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import Query, run_query
 
 # root

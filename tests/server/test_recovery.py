@@ -25,13 +25,14 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.menu_scoring import MenuScorer
+from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.recovery import (
     RecoveryOptions,
     RecoveryPolicy,
     child_request,
     is_fresh,
 )
-from stackroute.server.routing.router import EngineRouter, RouterOptions, build_machine
+from stackroute.server.routing.router import EngineRouter, build_machine
 from stackroute.server.tools.evaluate import Query, run_query
 
 WATER = "Pay the water bill now"

@@ -29,7 +29,8 @@ from stackroute.server.engines.base import (
     PromptInput,
 )
 from stackroute.server.engines.verification import PathLayoutError, PathLevel
-from stackroute.server.routing.router import EngineRouter, RouterOptions, build_machine
+from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.router import EngineRouter, build_machine
 from stackroute.server.routing.speculator import (
     Draft,
     Drafter,

@@ -1,0 +1,56 @@
+"""How a router decides, as values: the routing policy, the speculation drafts, and the
+options a router is built with. No I/O, nothing heavy: settings and the CLI import this.
+
+>>> RouterOptions().policy, RouterOptions().speculation
+(<Policy.PLAIN: 'plain'>, <DraftSource.OFF: 'off'>)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stackroute.server.routing.recovery import RecoveryOptions
+
+
+class Policy(StrEnum):
+    """How a menu decision is made (DESIGN.md, "policy")."""
+
+    PLAIN = "plain"  # the model's constrained choice alone (the paper)
+    GUIDED = "guided"  # the same choice under the evidence prior, with the calibrated recovery
+
+
+class DraftSource(StrEnum):
+    """Where speculative routing takes the paths it verifies in one pass."""
+
+    OFF = "off"
+    EVIDENCE = "evidence"  # the best leaf by leaf evidence
+    ROUTES = "routes"  # the route the model took for the same (or a near-identical) request
+    BOTH = "both"  # the route cache first, then the evidence
+
+
+DEFAULT_MAX_ARGUMENT_TOKENS = 384
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouterOptions:
+    """`recovery` None routes with the model alone (the plain policy); set, it is the guided
+    policy with the mechanisms a calibration turned on (`calibration` names where they came
+    from, for the trace). `speculation` verifies drafted paths in one pass; decisions never
+    change."""
+
+    recovery: RecoveryOptions | None = None
+    calibration: str | None = None
+    speculation: DraftSource = DraftSource.OFF
+    max_argument_tokens: int = DEFAULT_MAX_ARGUMENT_TOKENS
+
+    @property
+    def policy(self) -> Policy:
+        return Policy.PLAIN if self.recovery is None else Policy.GUIDED
+
+    def describe(self) -> dict[str, str | None]:
+        """What a trace and `--json` record about how this run routed."""
+        return {"policy": self.policy.value, "calibration": self.calibration,
+                "speculation": self.speculation.value}
