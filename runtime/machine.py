@@ -6,6 +6,7 @@ service) can persist the state after every step and resume from any of them.
 
 from __future__ import annotations
 
+import hmac
 import json
 import time
 import uuid
@@ -22,7 +23,7 @@ from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import PromptLayout, answer
 from stackroute.runtime.router import Router, RoutingRequest
 from stackroute.runtime.schemas import argument_errors
-from stackroute.runtime.state import PendingCall, PendingKind, RunState
+from stackroute.runtime.state import PendingCall, PendingKind, RunState, confirmation_digest
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree, Node
 
@@ -227,7 +228,10 @@ class StackMachine:
         call_id = f"{state.run_id}:{state.num_calls}"
         state.pending = PendingCall(kind=PendingKind.LEAF, path=leaf.path_str,
                                     arguments=arguments, call_id=call_id,
-                                    frame_id=frame.frame_id, is_gated=leaf.sensitive)
+                                    frame_id=frame.frame_id, is_gated=leaf.sensitive,
+                                    digest=confirmation_digest(
+                                        call_id=call_id, path=leaf.path_str,
+                                        arguments=arguments, leaf=_definition(leaf)))
         state.num_calls += 1
         self._record(state, EventKind.LEAF_PENDING, frame, arguments=arguments, detail={
             "leaf": leaf.path_str, "call_id": state.pending.call_id,
@@ -308,10 +312,11 @@ class StackMachine:
         if state.status is not RunStatus.PAUSED or pending is None or not pending.is_gated:
             raise StateError(f"run {state.run_id} is {state.status.value}, not waiting at a "
                              "confirmation gate")
-        if digest != pending.digest:
-            raise StateError(f"confirmation is for another call: expected digest "
-                             f"{pending.digest} for {pending.path} with {pending.arguments}, "
-                             f"got {digest}")
+        if not hmac.compare_digest(digest.encode(), pending.digest.encode()):
+            # Never the expected digest: an error message must not hand out the approval.
+            raise StateError(f"confirmation is for another call: the digest given does not "
+                             f"match call {pending.call_id} ({pending.path}); read the "
+                             "pending call again and confirm what it shows")
         return pending
 
     def _report_path(self, leaf: Node) -> str:
@@ -325,3 +330,10 @@ class StackMachine:
             seq=len(state.trace), kind=kind, frame_id=frame.frame_id,
             parent_id=frame.parent_id, path=frame.node_path, depth=depth,
             time_unix=self.clock(), **fields))
+
+
+def _definition(leaf: Node) -> dict[str, Any]:
+    """What a confirmation of a call to `leaf` binds besides the call: the leaf as the
+    catalog defines it (a changed schema, handler or description is another call)."""
+    return {"description": leaf.description, "parameters": leaf.parameters,
+            "sensitive": leaf.sensitive, "handler": leaf.handler}

@@ -39,7 +39,8 @@ class PendingCall:
 
     def __post_init__(self) -> None:
         if not self.digest:
-            self.digest = arguments_digest(self.path, self.arguments)
+            self.digest = confirmation_digest(call_id=self.call_id, path=self.path,
+                                              arguments=self.arguments)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,9 +59,22 @@ class PendingCall:
 
 
 def arguments_digest(path: str, arguments: dict[str, Any]) -> str:
-    """A digest binding a confirmation to the exact call shown (path and arguments)."""
+    """A digest of a call's path and arguments: what an idempotency record compares, so a
+    call id reused for another call is caught. Not a confirmation: see `confirmation_digest`."""
     canonical = json.dumps([path, arguments], sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def confirmation_digest(*, call_id: str, path: str, arguments: dict[str, Any],
+                        leaf: dict[str, Any] | None = None) -> str:
+    """The digest a confirmation must quote: it binds the approval to this one call (its call
+    id names the run and the call's place in it), its path and arguments, and the leaf's
+    definition as the catalog had it (`leaf`: the node's `to_dict()`). The same arguments in
+    the next call, another run, or a changed catalog get another digest, so an approval
+    cannot be replayed."""
+    canonical = json.dumps(["confirm/v2", call_id, path, arguments, leaf], sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

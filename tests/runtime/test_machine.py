@@ -243,8 +243,9 @@ def test_sensitive_leaf_pauses_bound_to_the_exact_call() -> None:
     assert pending is not None and pending.is_gated
     assert (pending.path, pending.arguments, pending.call_id) == (
         "payments/send_money", {"payee": "Asha", "amount": 500}, "run-g:0")
-    digest = arguments_digest("payments/send_money", {"payee": "Asha", "amount": 500})
-    assert pending.digest == digest
+    digest = pending.digest
+    assert len(digest) == 32 and digest != arguments_digest("payments/send_money",
+                                                            {"payee": "Asha", "amount": 500})
     assert events(state)[-2:] == [("leaf_pending", "payments"), ("gate_pause", "payments")]
     assert state.trace[-1].detail == {"leaf": "payments/send_money", "call_id": "run-g:0",
                                       "digest": digest}
@@ -447,3 +448,22 @@ def test_start_at_an_inner_router() -> None:
                          ("nope/nothing", "no node at path 'nope/nothing' in catalog 'bank'")]:
         with pytest.raises(StateError, match=message):
             machine.start("x", at=bad)
+
+
+def test_a_confirmation_digest_approves_one_call_only() -> None:
+    """Issue 15.1: the digest that approved one `send_money(500, Asha)` must not approve the
+    next identical call (same run, or another run), and a wrong digest's error never shows
+    the expected one."""
+    from stackroute.runtime.errors import StateError
+
+    machine, first, _ = paused_machine(["DONE", "DONE"])
+    assert first.pending is not None
+    approved = first.pending.digest
+    again = machine.start("send 500 to Asha", run_id="run-h")
+    drive(machine, again, max_transitions=2)
+    assert again.pending is not None and again.pending.arguments == first.pending.arguments
+    assert again.pending.digest != approved
+    with pytest.raises(StateError) as caught:
+        machine.approve(again, approved)
+    assert again.pending.digest not in str(caught.value)
+    assert approved not in str(caught.value)
