@@ -18,7 +18,6 @@ from stackroute.grammars.schema import (
     InvalidGrammarError,
     compile_regex,
     compile_schema,
-    compile_schemas,
     grammar_tokenizer_info,
 )
 from stackroute.runtime.errors import InputError
@@ -176,24 +175,6 @@ def test_jump_forward_gives_the_forced_key(
     assert feed(matcher, list(forced))
 
 
-def test_rollback_and_reset(
-    smollm2_tokenizer: object, smollm2_grammar_info: GrammarTokenizerInfo
-) -> None:
-    matcher = compile_schema(SEND_MONEY, smollm2_grammar_info).matcher()
-    tokens = encode(smollm2_tokenizer, '{"payee":"Asha","amount":5')
-    assert feed(matcher, tokens)
-    before = matcher.allowed_mask().copy()
-    matcher.rollback(3)
-    assert matcher.token_ids == tuple(tokens[:-3])
-    assert feed(matcher, tokens[-3:])
-    np.testing.assert_array_equal(matcher.allowed_mask(), before)
-    with pytest.raises(ValueError, match="cannot roll back"):
-        matcher.rollback(len(tokens) + 1)
-    matcher.reset()
-    assert matcher.token_ids == ()
-    assert matcher.text() == ""
-
-
 def test_padded_vocab_never_allows_padding_ids(smollm2_tokenizer: object) -> None:
     info = grammar_tokenizer_info(smollm2_tokenizer, 49152 + 64)
     mask = compile_regex(r"[a-z]{2,5}", info).matcher().allowed_mask()
@@ -212,16 +193,6 @@ def test_tokenizer_info_is_cached(
 def test_raw_tokenizer_needs_stop_tokens(tiny_tokenizer: Tokenizer) -> None:
     with pytest.raises(ValueError, match="pass stop_token_ids"):
         grammar_tokenizer_info(tiny_tokenizer, 300)
-
-
-def test_compile_schemas_keeps_order(smollm2_grammar_info: GrammarTokenizerInfo) -> None:
-    schemas = [schema for schema, _ in VALID]
-    compiled = compile_schemas(schemas, smollm2_grammar_info, max_workers=4)
-    assert [c.source for c in compiled] == [
-        json.dumps(schema, ensure_ascii=False, separators=(",", ":")) for schema in schemas
-    ]
-    with pytest.raises(InvalidGrammarError, match="invalid JSON schema at type"):
-        compile_schemas([SEND_MONEY, {"type": "foo"}], smollm2_grammar_info)
 
 
 def test_bad_regex_raises(smollm2_grammar_info: GrammarTokenizerInfo) -> None:
