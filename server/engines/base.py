@@ -1,6 +1,16 @@
-"""The engine protocol every engine implements (transformers CPU, vLLM GPU, remote) and the
-values that cross it. `registry.py` builds one by name. The runtime never sees an engine:
-`server/routing/router.py` adapts an engine to the runtime's `Router`."""
+"""The engine protocol every engine implements (transformers CPU, vLLM GPU, remote), the
+values that cross it, and the errors engines raise. `registry.py` builds one by name. The
+runtime never sees an engine: `server/routing/router.py` adapts an engine to the runtime's
+`Router`.
+
+Every engine error is an `EngineError` and carries the HTTP status the service answers it
+with (`http_status`), so the HTTP layer maps any of them without knowing the engine:
+
+>>> ContextOverflowError("prompt needs 9000 tokens").http_status
+400
+>>> issubclass(ContextOverflowError, InputError)  # the user's prompt is too long
+True
+"""
 
 from __future__ import annotations
 
@@ -9,16 +19,32 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from stackroute.runtime.errors import InputError
+from stackroute.runtime.errors import InputError, StackrouteError
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 
+EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+"""The arguments schema of a leaf that declares none (and of a JSON constraint without a
+schema): the empty object `{}`. Shared by every engine and the router; never mutate it."""
 
-class ContextOverflowError(InputError):
-    """The prompt does not fit the model's context window."""
+
+class EngineError(StackrouteError):
+    """An engine could not answer. `http_status` is what the service answers with (a class
+    attribute; an instance may narrow it, as an overloaded upstream's 503 does);
+    `retry_after_s`, when set on a 503, is how long the client should wait (its
+    `Retry-After`)."""
+
+    code = "engine_error"
+    http_status: int = 500
+    retry_after_s: float | None = None
+
+
+class ContextOverflowError(InputError, EngineError):
+    """The prompt does not fit the model's context window (the user's input: a 4xx)."""
 
     code = "context_overflow"
+    http_status = 400
 
 
 class ConstraintKind(StrEnum):

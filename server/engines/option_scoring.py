@@ -32,7 +32,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from stackroute.runtime.errors import InputError, StackrouteError
+from stackroute.runtime.errors import InputError
+from stackroute.server.engines.base import EngineError
 
 NEAR_TIE_MARGIN = 0.1  # nats: options this close can flip with bf16, batch shape or cache state
 MASKED_LOGPROB = -9000.0  # servers report a masked-out top-k slot as -9999 (JSON has no -inf)
@@ -46,10 +47,12 @@ class InvalidMenuError(InputError, ValueError):
     code = "invalid_menu"
 
 
-class OptionBiasError(StackrouteError):
-    """`option_bias` asked of an engine that cannot apply it exactly for this menu."""
+class OptionBiasError(EngineError):
+    """`option_bias` asked of an engine that cannot apply it exactly for this menu: a 501,
+    since the server's own routing asked for it (no request field carries a bias)."""
 
     code = "option_bias_unsupported"
+    http_status = 501
 
 
 def check_menu(options: Sequence[str]) -> tuple[str, ...]:

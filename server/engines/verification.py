@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from stackroute.server.engines.base import MenuResult, PromptInput
+from stackroute.server.engines.base import EngineError, MenuResult, PromptInput
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,12 @@ class PathLevel:
     draft: str
 
 
-class PathLayoutError(ValueError):
+class PathLayoutError(EngineError, ValueError):
     """A drafted path whose prompts are not append-only (level k + 1's tokens do not start
-    with level k's prompt and drafted answer), so one pass cannot stand for the levels."""
+    with level k's prompt and drafted answer), so one pass cannot stand for the levels. (A
+    ValueError too: the speculator falls back to step-by-step routing on either.)"""
+
+    code = "path_layout"
 
 
 @runtime_checkable

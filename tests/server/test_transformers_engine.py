@@ -20,7 +20,9 @@ import pytest
 import torch
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, ContextOverflowError, SamplingOptions
+from stackroute.server.engines.option_scoring import InvalidMenuError
 from stackroute.server.engines.transformers_engine import TransformersEngine
 
 PROMPT = Prompt((
@@ -115,10 +117,21 @@ def test_appended_prompt_prefills_only_the_new_messages(embedded_model: Any) -> 
 
 
 def test_single_option_needs_no_model_call(engine: TransformersEngine) -> None:
+    passes = engine.metrics()["forward_passes"]
     result = engine.choose(PROMPT, ["BACK"])
     assert result.choice == "BACK"
     assert result.probabilities == {"BACK": 1.0}
-    assert result.usage.forward_passes == 0
+    assert result.usage == Usage()  # as in every engine: no model call, nothing counted
+    assert engine.metrics()["forward_passes"] == passes
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    ([], "at least one option"), (["a", "a"], "unique"), ([" a", "b"], "whitespace")])
+def test_a_menu_no_engine_can_answer_is_the_users_error(engine: TransformersEngine,
+                                                        options: list[str],
+                                                        problem: str) -> None:
+    with pytest.raises(InvalidMenuError, match=problem):
+        engine.choose(PROMPT, options)
 
 
 SCHEMAS: list[dict[str, Any]] = [

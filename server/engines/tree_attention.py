@@ -1,0 +1,107 @@
+"""One forward pass's inputs for a prompt with menu tries hung off it (tree attention).
+
+The pass runs the prompt's uncached tail causally and, after it, the non-terminal nodes of one
+or more menus' token tries. Each trie is a *branch*: it hangs off the last token of its own
+prompt (a prefix of the running prompt, or all of it) and sees that prompt and its own trie
+ancestors, nothing else, at the positions the tokens would have had there. So one branch at
+the end of the prompt is a menu decision (`choose`); a branch per level of a drafted path is
+that path's verification (`verify_path`). The logits rows that come back are, per branch,
+the row of its prompt's last token (the distribution at the trie root) then one row per trie
+node (the distribution of its children).
+
+>>> from types import SimpleNamespace
+>>> one_node = SimpleNamespace(num_nodes=1, flat_token_ids=(42,), flat_depth=(1,),
+...                            ancestor_matrix=lambda: [[True]])
+>>> batch = tree_batch([7, 8], past=3, branches=[Branch(prompt_len=5, menu=one_node)])
+>>> batch.token_ids, batch.position_ids.tolist(), batch.keep_rows
+([7, 8, 42], [[3, 4, 5]], [1, 2])
+>>> batch.mask.int()[0, 0].tolist()  # [q, past + q]: 3 cached, 2 tail (causal), 1 trie node
+[[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class TrieLayout(Protocol):
+    """What a branch needs of a compiled menu (`grammars.menu.CompiledMenu` is one)."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def flat_token_ids(self) -> Sequence[int]: ...
+
+    @property
+    def flat_depth(self) -> Sequence[int]: ...
+
+    def ancestor_matrix(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A menu trie hung off the last token of the first `prompt_len` prompt tokens."""
+
+    prompt_len: int
+    menu: TrieLayout
+
+
+@dataclass(frozen=True)
+class TreeBatch:
+    token_ids: list[int]  # [q]: the prompt's uncached tail, then each branch's trie nodes
+    mask: Any  # torch bool [1, 1, q, past + q]: True where a query may attend a key
+    position_ids: Any  # torch long [1, q]
+    keep_rows: list[int]  # rows of q whose logits come back: per branch, its root then nodes
+    num_tree_tokens: int  # trie tokens at the end; their KV is cropped off after the pass
+
+
+def tree_batch(tail: Sequence[int], past: int, branches: Sequence[Branch]) -> TreeBatch:
+    """The pass's inputs for the prompt tokens `tail` (at positions `past`, `past + 1`, …,
+    after `past` cached ones) followed by each branch's trie. Every branch's prompt must end
+    inside the tail (`past < prompt_len <= past + len(tail)`)."""
+    import torch
+
+    n_tail = len(tail)
+    n_tree = sum(b.menu.num_nodes for b in branches)
+    q = n_tail + n_tree
+    mask = torch.zeros((1, 1, q, past + q), dtype=torch.bool)
+    mask[..., :past] = True
+    mask[0, 0, :n_tail, past:past + n_tail] = torch.tril(
+        torch.ones(n_tail, n_tail, dtype=torch.bool))
+    token_ids, positions, keep = list(tail), list(range(past, past + n_tail)), []
+    offset = n_tail
+    for branch in branches:
+        end, n = branch.prompt_len, branch.menu.num_nodes
+        if not past < end <= past + n_tail:
+            raise ValueError(f"a branch's prompt ends at {end}, outside the tail "
+                             f"({past}, {past + n_tail}]")  # our bug
+        mask[0, 0, offset:offset + n, past:end] = True  # the branch's prompt, no further
+        ancestors = np.array(branch.menu.ancestor_matrix(), dtype=np.bool_)  # writable copy
+        mask[0, 0, offset:offset + n, past + offset:past + offset + n] = torch.from_numpy(
+            ancestors)
+        token_ids.extend(branch.menu.flat_token_ids)
+        positions.extend(end + d - 1 for d in branch.menu.flat_depth)
+        keep.append(end - 1 - past)
+        keep.extend(range(offset, offset + n))
+        offset += n
+    return TreeBatch(token_ids=token_ids, mask=mask, position_ids=torch.tensor([positions]),
+                     keep_rows=keep, num_tree_tokens=n_tree)
+
+
+def rows_by_branch(logits: np.ndarray[Any, Any], branches: Sequence[Branch],
+                   ) -> list[dict[int, np.ndarray[Any, Any]]]:
+    """Split the kept logits rows `[rows, vocab]` per branch, keyed by trie node (`-1`: the
+    row of the branch's last prompt token, the distribution at the trie root)."""
+    out: list[dict[int, np.ndarray[Any, Any]]] = []
+    at = 0
+    for branch in branches:
+        n = branch.menu.num_nodes
+        out.append({-1: logits[at]} | {i: logits[at + 1 + i] for i in range(n)})
+        at += 1 + n
+    return out
+
