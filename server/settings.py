@@ -29,7 +29,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from stackroute.server.routing.options import DraftSource
+from stackroute.runtime.errors import InputError
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 
 ENV_PREFIX = "STACKROUTE_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
@@ -43,7 +44,7 @@ class LogLevel(StrEnum):
     ERROR = "error"
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError, ValueError):
     """Settings that cannot start a server; the message lists every problem."""
 
 
@@ -83,8 +84,41 @@ class ServerSettings(BaseSettings):
         DraftSource.ROUTES, description="speculative routing: verify drafted paths in one "
         "pass (routes: a route cache of requests seen before | evidence: leaf embeddings | "
         "both | off); decisions stay step-by-step routing's; engines that cannot verify "
-        "paths (vllm, remote) route step by step")
+        "paths (vllm, remote) route step by step; guided routing goes step by step")
+    policy: Policy | None = Field(
+        None, description="routing policy: plain (the model's constrained choice alone) | "
+        "guided (leaf evidence as a prior, with the recovery moves the calibration turns on); "
+        "none: guided where the engine's model has a calibration, else plain")
+    calibration: Path | None = Field(
+        None, description="calibration file for the guided policy (stackroute calibrate); "
+        "none: the one shipped for the engine's model")
     log_level: LogLevel = LogLevel.INFO
+    # -- sessions and request hardening (server/service, server/http) --------------------
+    max_session_workers: int = Field(4, ge=1, description="sessions stepped at the same time")
+    max_active_sessions: int = Field(
+        64, ge=1, description="running sessions queued or stepping; more is a 429")
+    allow_auto_approve: bool | None = Field(
+        None, description="let a client start a session with auto_approve (gated calls run "
+        "without confirmation); none: allowed only when no API key is set")
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="longest time a client may take to send a request body")
+    max_connections: int = Field(
+        256, ge=1, description="HTTP requests handled at once; more are answered 503")
+    max_leaf_memory_mb: int | None = Field(
+        1024, ge=16, description="address-space limit of a leaf worker process "
+        "(leaf_isolation=process), MiB; none: no limit")
+
+    @property
+    def is_auto_approve_allowed(self) -> bool:
+        if self.allow_auto_approve is not None:
+            return self.allow_auto_approve
+        return self.api_key is None
+
+    @property
+    def max_leaf_memory_bytes(self) -> int | None:
+        return None if self.max_leaf_memory_mb is None else self.max_leaf_memory_mb << 20
+    # -- end of sessions and request hardening --------------------------------------------
+
 
     @field_validator("engine")
     @classmethod
@@ -113,6 +147,14 @@ class ServerSettings(BaseSettings):
         if self.engine == "remote" and not self.base_url:
             raise ValueError("engine 'remote' needs base_url")
         return self
+
+    def router_options(self, model: str) -> RouterOptions:
+        """How the service routes, for an engine serving `model` (calibration.py decides
+        the default policy from the calibrations that exist)."""
+        from stackroute.server.routing.calibration import router_options
+
+        return router_options(model, policy=self.policy, calibration=self.calibration,
+                              speculation=self.speculation)
 
     @classmethod
     def settings_customise_sources(
@@ -175,7 +217,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Relative `catalogs` and `db` paths in a config file are relative to the file."""
+    """Relative `catalogs`, `db` and `calibration` paths in a config file are relative to the
+    file."""
     def resolve(value: Any) -> Any:
         return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() \
             else value
@@ -183,8 +226,9 @@ def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     out = dict(data)
     if isinstance(out.get("catalogs"), list):
         out["catalogs"] = [resolve(v) for v in out["catalogs"]]
-    if "db" in out:
-        out["db"] = resolve(out["db"])
+    for key in ("db", "calibration"):
+        if key in out:
+            out[key] = resolve(out[key])
     return out
 
 

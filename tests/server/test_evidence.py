@@ -171,9 +171,6 @@ def test_calibration_round_trip_and_lookup(tmp_path: Path) -> None:
     assert read_calibration(path) == options
     assert load_recovery_options("Some Model/v1.gguf", directory=tmp_path) == options
     assert load_recovery_options("unknown", directory=tmp_path) == RecoveryOptions()
-    write_calibration(calibration_file("default", tmp_path), model="default",
-                      options=RecoveryOptions(beam_width=3), measured={})
-    assert load_recovery_options("unknown", directory=tmp_path).beam_width == 3
 
 
 def test_calibration_rejects_unknown_options(tmp_path: Path) -> None:
@@ -195,18 +192,33 @@ def test_committed_calibrations_load() -> None:
         read_calibration(path)
 
 
-def test_recovery_for_run_applies_the_switches(tmp_path: Path) -> None:
-    from stackroute.server.routing.calibration import recovery_for_run
+def test_the_policy_defaults_to_guided_where_a_calibration_exists(tmp_path: Path) -> None:
+    from stackroute.server.routing.calibration import router_options
+    from stackroute.server.routing.options import DraftSource, Policy
 
-    write_calibration(calibration_file("m", tmp_path), model="m",
-                      options=RecoveryOptions(evidence_weight=0.4, is_contrast_enabled=True),
-                      measured={})
-    assert recovery_for_run("m", is_enabled=False, directory=tmp_path) is None
-    base = recovery_for_run("m", directory=tmp_path)
-    assert base is not None and base.evidence_weight == 0.4 and base.is_contrast_enabled
-    tuned = recovery_for_run("m", beam_width=3, is_contrast=False, is_backtracking=False,
-                             is_fallback=False, evidence_weight=1.5, directory=tmp_path)
-    assert tuned == RecoveryOptions(evidence_weight=1.5, beam_width=3,
-                                    is_backtracking_enabled=False, is_fallback_enabled=False)
-    blind = recovery_for_run("m", is_evidence=False, directory=tmp_path)
-    assert blind is not None and not blind.needs_evidence
+    options = RecoveryOptions(evidence_weight=0.4, is_contrast_enabled=True)
+    write_calibration(calibration_file("m", tmp_path), model="m", options=options, measured={})
+    guided = router_options("m", directory=tmp_path, speculation=DraftSource.ROUTES)
+    assert guided.policy is Policy.GUIDED and guided.recovery == options
+    assert guided.describe() == {"policy": "guided", "calibration": "m.json",
+                                 "speculation": "off"}
+    plain = router_options("other", directory=tmp_path, speculation=DraftSource.ROUTES)
+    assert plain.policy is Policy.PLAIN and plain.describe()["speculation"] == "routes"
+    forced = router_options("m", policy=Policy.PLAIN, directory=tmp_path)
+    assert forced.recovery is None
+    defaults = router_options("other", policy=Policy.GUIDED, directory=tmp_path)
+    assert defaults.recovery == RecoveryOptions()
+    assert defaults.calibration == "built-in defaults"
+    named = router_options("other", calibration=calibration_file("m", tmp_path),
+                           directory=tmp_path)
+    assert named.policy is Policy.GUIDED and named.recovery == options
+    with pytest.raises(InputError, match="does not exist"):
+        router_options("m", calibration=tmp_path / "missing.json", directory=tmp_path)
+
+
+def test_the_shipped_calibration_makes_the_embedded_model_guided() -> None:
+    from stackroute.server.engines.model_store import DEFAULT_GGUF_FILENAME
+    from stackroute.server.routing.calibration import router_options
+
+    model = DEFAULT_GGUF_FILENAME.removesuffix(".gguf")  # the engine's info.model
+    assert router_options(model).policy.value == "guided"

@@ -200,7 +200,9 @@ def test_beam_picks_the_subtree_with_the_better_leaf() -> None:
     assert route_events[0].usage is not None and route_events[0].usage["model_calls"] == 3
     assert route_events[1].usage is not None and route_events[1].usage["model_calls"] == 1
     # the leaf's arguments are the only call of the second step; the choice was free
-    assert len(engine.routing_calls()) == 3 + 2  # root, two descents, then two DONEs
+    # root and two descents; the two DONEs that unwind are the finish rule's, not the model's
+    assert len(engine.routing_calls()) == 3
+    assert [e.path for e in route_events if e.detail.get("finish")] == ["transfers", ""]
 
 
 def test_without_the_beam_the_greedy_pick_stands() -> None:

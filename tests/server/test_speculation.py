@@ -298,11 +298,15 @@ def test_route_cache_drafts_the_route_taken_for_the_same_or_a_similar_request() 
     assert unrelated.usage.speculated_levels == 0
 
 
-def test_speculation_cannot_be_combined_with_recovery() -> None:
+def test_guided_routing_goes_step_by_step() -> None:
     from stackroute.server.routing.recovery import RecoveryOptions
 
-    with pytest.raises(ValueError, match="cannot be combined with recovery"):
-        RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE)
+    options = RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE)
+    assert options.speculation_in_effect is DraftSource.OFF
+    assert options.describe()["speculation"] == "off"
+    plain = RouterOptions(speculation=DraftSource.EVIDENCE)
+    assert plain.describe() == {"policy": "plain", "calibration": None,
+                                "speculation": "evidence"}
 
 
 def test_an_engine_without_path_verification_routes_step_by_step() -> None:
@@ -429,7 +433,8 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     from stackroute.server.engines.base import EngineInfo, PrepareStats
     from stackroute.server.routing.speculator_pool import SpeculatorPool
     from stackroute.server.service.catalog_registry import CatalogRegistry
-    from stackroute.server.service.sessions import SessionOptions, SessionService
+    from stackroute.server.service.session_options import SessionOptions
+    from stackroute.server.service.sessions import SessionService
     from stackroute.server.service.store import SessionStore
 
     class ServedFake(FakeEngine):

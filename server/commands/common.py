@@ -1,0 +1,109 @@
+"""What every command shares: the option types, the engine and router options they build, and
+how they print and fail. Heavy modules are imported inside the functions that need them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from stackroute.runtime.errors import InputError
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+
+E = TypeVar("E", bound=StrEnum)
+console = Console()
+err_console = Console(stderr=True)
+
+EngineOpt = Annotated[str, typer.Option("--engine", help="transformers | vllm | remote")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="local model folder or GGUF file")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="remote engine base URL")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
+PolicyOpt = Annotated[str | None, typer.Option(
+    "--policy", help="plain (the model's constrained choice alone) | guided (leaf evidence as "
+    "a prior, with the recovery moves the model's calibration turns on) [default: guided "
+    "where the model has a calibration, else plain]")]
+CalibrationOpt = Annotated[Path | None, typer.Option(
+    "--calibration", help="calibration file (stackroute calibrate) [default: the one shipped "
+    "for the model]")]
+NoSpecOpt = Annotated[bool, typer.Option(
+    "--no-speculation", help="route step by step even where a drafted path could be "
+    "verified in one pass (same as --speculation off)")]
+SpecOpt = Annotated[str, typer.Option(
+    "--speculation", help="drafts to verify in one pass (plain policy): routes (the route "
+    "cache: requests seen before), evidence (leaf embeddings), both, off. Decisions never "
+    "change; a wrong draft costs the longer pass (on CPU, about the extra tokens)")]
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def fail(e: Exception) -> typer.Exit:
+    err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
+    return typer.Exit(2)
+
+
+def limit_threads() -> None:
+    """One torch thread on a machine of two cores or fewer: the embedding and routing calls
+    are small, and a second thread there only contends with everything else on the box.
+    OMP_NUM_THREADS covers a torch imported later; set_num_threads one already imported."""
+    if (os.cpu_count() or 1) > 2:
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def make_engine(engine: str, model: str | None, base_url: str | None) -> Any:
+    from stackroute.server.engines.registry import create_engine
+
+    return create_engine(engine, model=model, base_url=base_url)
+
+
+def load_tree(catalog: Path) -> Any:
+    from stackroute.runtime.catalog import load_catalog
+
+    return load_catalog(catalog)
+
+
+@dataclass(frozen=True)
+class RoutingFlags:
+    """`--policy`, `--calibration` and `--speculation` parsed, before any model loads."""
+
+    policy: Policy | None
+    calibration: Path | None
+    speculation: DraftSource
+
+    @classmethod
+    def parse(cls, *, policy: str | None, calibration: Path | None,
+              speculation: str = "off", no_speculation: bool = False) -> RoutingFlags:
+        """A bad value is an `InputError` naming the flag and the values it takes."""
+        return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
+                   calibration=calibration,
+                   speculation=DraftSource.OFF if no_speculation
+                   else _parse(DraftSource, "--speculation", speculation))
+
+    def options_for(self, engine: Any) -> RouterOptions:
+        """The router options for this engine's model (its calibration decides the default
+        policy)."""
+        from stackroute.server.routing.calibration import router_options
+
+        return router_options(engine.info.model, policy=self.policy,
+                              calibration=self.calibration, speculation=self.speculation)
+
+
+def _parse(enum: type[E], flag: str, value: str) -> E:
+    try:
+        return enum(value)
+    except ValueError:
+        raise InputError(f"{flag} must be one of {', '.join(e.value for e in enum)}; "
+                         f"got {value!r}") from None

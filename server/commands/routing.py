@@ -1,0 +1,164 @@
+"""Commands that route: `route` (one decision), `run` (a whole task) and `eval` (accuracy
+over a query file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from stackroute.server.commands.common import (
+    BaseUrlOpt,
+    CalibrationOpt,
+    EngineOpt,
+    JsonOpt,
+    ModelOpt,
+    NoSpecOpt,
+    PolicyOpt,
+    RoutingFlags,
+    SpecOpt,
+    console,
+    err_console,
+    fail,
+    load_tree,
+    make_engine,
+    print_json,
+)
+
+
+def route(
+    catalog: Path, query: str,
+    node: Annotated[str, typer.Option("--node", help="router path to decide at")] = "",
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
+    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+) -> None:
+    """One routing decision at a node (the root by default). One decision is one call, so
+    there is nothing to speculate: `--no-speculation` is accepted and changes nothing."""
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.routing.router import build_machine
+
+    try:
+        flags = RoutingFlags.parse(policy=policy, calibration=calibration)
+        tree = load_tree(catalog)
+        made = make_engine(engine, model, base_url)
+        options = flags.options_for(made)
+        machine = build_machine(tree, made, options=options)
+        state = machine.start(query, at=node)
+        machine.step(state)
+    except StackrouteError as e:
+        raise fail(e) from e
+    event = next(e for e in reversed(state.trace) if e.kind.value == "route")
+    out: dict[str, Any] = {
+        "decision": event.decision, "node": node, "arguments": event.arguments,
+        "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {}),
+        "routing": options.describe()}
+    if as_json:
+        print_json(out)
+        return
+    console.print(f"[bold]{node or '<root>'}[/bold] -> [green]{out['decision']}[/green]")
+    if out["arguments"] is not None:
+        console.print(f"arguments: {json.dumps(out['arguments'], ensure_ascii=False)}")
+    ranked = sorted(out["probabilities"].items(), key=lambda kv: -kv[1])[:8]
+    for option, p in ranked:
+        console.print(f"  {p:6.3f}  {option}", markup=False)
+    console.print(f"usage: {out['usage']}", markup=False)
+    console.print(f"routing: {out['routing']}", markup=False)
+
+
+def run(
+    catalog: Path, query: str,
+    flat: Annotated[bool, typer.Option("--flat", help="the flat baseline: every leaf in one "
+                                                      "menu")] = False,
+    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="approve every "
+                                               "confirmation gate")] = False,
+    trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
+                                                    "(JSONL) here")] = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
+    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a whole task through the stack machine."""
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.runtime.governance import RunStatus
+    from stackroute.runtime.trace import format_tree, write_jsonl
+    from stackroute.server.routing.router import build_machine
+
+    try:
+        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
+                                   speculation=speculation, no_speculation=no_speculation)
+        tree = load_tree(catalog)
+        made = make_engine(engine, model, base_url)
+        options = flags.options_for(made)
+        machine = build_machine(tree, made, is_flat=flat, options=options)
+        state = machine.start(query, is_flat=flat)
+        machine.run(state)
+        while state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
+            machine.approve(state, state.pending.digest)
+            machine.run(state)
+    except StackrouteError as e:
+        raise fail(e) from e
+    if trace_file is not None:
+        with open(trace_file, "w", encoding="utf-8") as f:
+            write_jsonl(state.trace, f)
+    outcome = {"done": "done", "paused": "paused", "limit": "limit"}.get(state.status.value,
+                                                                         "error")
+    out = {"outcome": outcome,
+           "calls": [{"path": c["path"], "arguments": c["arguments"]} for c in state.calls],
+           "usage": state.usage.to_dict(), "format_failures": state.num_format_failures,
+           "routing": options.describe()}
+    if state.status is RunStatus.PAUSED and state.pending is not None:
+        out["pending"] = state.pending.to_dict()
+    if as_json:
+        print_json(out)
+        return
+    for line in format_tree(state.trace):
+        console.print(line, markup=False, highlight=False)
+    console.print(f"outcome: {outcome}; usage: {out['usage']}; routing: {out['routing']}",
+                  markup=False)
+
+
+def eval_(
+    catalog: Path, queries: Path,
+    flat: Annotated[bool, typer.Option("--flat")] = False,
+    limit: Annotated[int | None, typer.Option("--limit")] = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
+    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Accuracy over a query file: success = the calls' paths equal the gold list. The route
+    cache is shared by the whole file, so repeated requests are verified in one pass."""
+    from rich.progress import Progress
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.routing.router import build_machine
+    from stackroute.server.tools.evaluate import EvalSummary, evaluate, read_queries
+
+    try:
+        tree = load_tree(catalog)
+        items = read_queries(queries, limit=limit)
+        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
+                                   speculation=speculation, no_speculation=no_speculation)
+        made = make_engine(engine, model, base_url)
+        options = flags.options_for(made)
+        machine = build_machine(tree, made, is_flat=flat, options=options)
+    except StackrouteError as e:
+        raise fail(e) from e
+    summary = EvalSummary()
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("eval", total=len(items))
+        for result in evaluate(machine, tree, items):
+            summary.results.append(result)
+            progress.advance(task)
+    out = {**summary.to_dict(), "routing": options.describe()}
+    if as_json:
+        print_json(out)
+        return
+    table = Table("metric", "value")
+    for k, v in out.items():
+        table.add_row(k, json.dumps(v) if isinstance(v, dict) else f"{v:.4g}"
+                      if isinstance(v, float) else str(v))
+    console.print(table)

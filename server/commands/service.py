@@ -1,0 +1,77 @@
+"""`serve` (the HTTP API) and `bench` (the benchmarks, a plug-in found by entry point)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from stackroute.server.commands.common import (
+    BaseUrlOpt,
+    CalibrationOpt,
+    ModelOpt,
+    PolicyOpt,
+    err_console,
+    fail,
+)
+
+
+def serve(
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="transformers | vllm | remote [default: transformers]")] = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    host: Annotated[str | None, typer.Option("--host", help="[default: 127.0.0.1]")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="[default: 8000]")] = None,
+    catalog: Annotated[list[Path] | None, typer.Option(
+        "--catalog", help="catalog file to load at start (repeatable)")] = None,
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="SQLite file for sessions and catalogs [default: ./stackroute.db]")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", help="require 'Authorization: Bearer KEY' (or STACKROUTE_API_KEY)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="YAML or JSON settings file (or STACKROUTE_CONFIG)")] = None,
+    allow_public_bind: Annotated[bool | None, typer.Option(
+        "--allow-public-bind/--no-allow-public-bind",
+        help="serve on a non-loopback host without an API key")] = None,
+    log_level: Annotated[str | None, typer.Option(
+        "--log-level", help="debug | info | warning | error")] = None,
+    policy: PolicyOpt = None,
+    calibration: CalibrationOpt = None,
+    no_speculation: Annotated[bool, typer.Option(
+        "--no-speculation", help="route step by step (the speculation setting: off)")] = False,
+) -> None:
+    """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
+
+    Flags override STACKROUTE_* environment variables, which override the config file."""
+    import uvicorn
+    from stackroute.server.http.app import create_app
+    from stackroute.server.http.json_logging import configure_logging, logging_config
+    from stackroute.server.settings import ServerSettings, SettingsError
+
+    try:
+        settings = ServerSettings.load(
+            engine=engine, model=model, base_url=base_url, host=host, port=port,
+            catalogs=catalog, db=db, api_key=api_key, config=config,
+            allow_public_bind=allow_public_bind, log_level=log_level, policy=policy,
+            calibration=calibration, speculation="off" if no_speculation else None)
+    except SettingsError as e:
+        err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from e
+    level = settings.log_level.value
+    configure_logging(level)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_config=logging_config(level), log_level=level, access_log=False,
+                server_header=False, proxy_headers=False, ws="none")
+
+
+def bench(ctx: typer.Context) -> None:
+    """The paper's benchmarks and ours (stackroute bench --help)."""
+    from importlib.metadata import entry_points
+
+    found = entry_points(group="stackroute.commands", name="bench")
+    if not found:
+        raise fail(LookupError("the benchmarks are not installed: no 'bench' entry point in "
+                                "the 'stackroute.commands' group (reinstall stackroute)"))
+    next(iter(found)).load()(ctx.args)
