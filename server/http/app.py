@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import inspect
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import ModuleType
 from typing import Any
 
 import anyio.to_thread
@@ -25,7 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from stackroute.server.engines.base import ClosableEngine, Engine
 from stackroute.server.engines.registry import create_engine
-from stackroute.server.http import api_openai
+from stackroute.server.http import api_catalogs, api_openai, api_routing, api_sessions
 from stackroute.server.http import metrics as metrics_module
 from stackroute.server.http.app_state import AppState
 from stackroute.server.http.auth import ApiKeyAuth
@@ -41,11 +39,11 @@ from stackroute.server.http.middleware import (
     route_template,
 )
 from stackroute.server.service.engine_queue import EngineQueue
+from stackroute.server.service.services import Services
 from stackroute.server.settings import ServerSettings
 from starlette.types import Scope
 
 log = logging.getLogger(__name__)
-ROUTING_MODULE = "stackroute.server.http.api_routing"
 
 
 class Health(BaseModel):
@@ -61,9 +59,6 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
     """The app for these settings; `engine` replaces the one the settings name (tests)."""
     metrics = Metrics()
     queue = EngineQueue(max_queue=settings.max_queue, max_concurrency=settings.max_concurrency)
-    routing = _routing_module()
-    if routing is None and settings.catalogs:
-        raise RuntimeError("catalogs are configured but the routing API is not installed")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,11 +76,11 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
         state = AppState(settings=settings, engine=served, metrics=metrics, engine_queue=queue)
         app.state.stackroute = state
         metrics.bind(engine=served, queue=queue)
-        if routing is not None:
-            await _maybe_await(routing.setup_routing(state))
-            count_by_status = getattr(state.sessions, "count_by_status", None)
-            if callable(count_by_status):
-                metrics.track_sessions(count_by_status)
+        services = await anyio.to_thread.run_sync(functools.partial(
+            Services.open, settings, served, on_routing_call=lambda outcome, usage:
+            metrics.observe_routing_call(outcome=outcome, usage=usage)))
+        state.services = services
+        metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
                                  "host": settings.host, "port": settings.port})
@@ -93,8 +88,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
             yield
         finally:
             state.is_ready = False
-            if routing is not None:
-                await _maybe_await(routing.shutdown_routing(state))
+            await anyio.to_thread.run_sync(services.close)
 
     app = FastAPI(title="stackroute", version=_version(), lifespan=lifespan,
                   description="Hierarchical tool routing on a local model, with an "
@@ -104,9 +98,8 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
     document_error_responses(app)
     auth = [Depends(ApiKeyAuth(settings.api_key))] if settings.api_key is not None else []
     auth_errors = error_responses(401) if auth else {}
-    app.include_router(api_openai.router, dependencies=auth, responses=auth_errors)
-    if routing is not None:
-        app.include_router(routing.router, dependencies=auth, responses=auth_errors)
+    for api in (api_openai, api_routing, api_sessions, api_catalogs):
+        app.include_router(api.router, dependencies=auth, responses=auth_errors)
     if settings.protect_metrics:
         app.include_router(metrics_module.router, dependencies=auth, responses=auth_errors)
     else:
@@ -152,21 +145,6 @@ async def _close_engine(engine: Engine) -> None:
         log.exception("closing the engine failed", extra={"engine": engine.info.engine})
     else:
         log.info("engine closed", extra={"engine": engine.info.engine})
-
-
-def _routing_module() -> ModuleType | None:
-    try:
-        return importlib.import_module(ROUTING_MODULE)
-    except ImportError as error:
-        if error.name != ROUTING_MODULE:
-            raise  # the module exists but something it needs does not: a real error
-        log.warning("%s is not installed: serving without the routing API", ROUTING_MODULE)
-        return None
-
-
-async def _maybe_await(value: Any) -> None:
-    if inspect.isawaitable(value):
-        await value
 
 
 def _version() -> str:

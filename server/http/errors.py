@@ -4,14 +4,13 @@
                "param": null, "request_id": "..."}}
 
 OpenAI clients read `error.message`; `code` is stable and machine-readable. The user's bad
-input (`InputError`) is a 4xx with the error's own words. A remote engine's upstream that fails
-is a gateway error with the upstream's words (`_UPSTREAM_STATUS`): 502 when it is unreachable,
-broken, refuses our request or lacks a feature the engine needs (the message names it), 503
-when it says it is overloaded (with its `Retry-After`, when it sent one), 504 when it does not
-answer in time. An `option_bias` the engine cannot apply for a menu is a 501: the server's own
-routing asked for it (no request field carries a bias), so it is not the client's to fix.
-Anything else is our bug: a 500 that shows only the request id, with the traceback in the log
-line of that id.
+input (`InputError`) is a 4xx with the error's own words. An engine's failure (`EngineError`)
+is answered with the status its class carries (`http_status`, see `server/engines/base.py`):
+a remote engine's upstream that is unreachable, broken, refuses our request or lacks a feature
+is 502, overloaded 503 (with its `Retry-After`, when it sent one), too slow 504; an
+`option_bias` the engine cannot apply for a menu is 501 (the server's own routing asked for
+it, so it is not the client's to fix). Anything else is our bug: a 500 that shows only the
+request id, with the traceback in the log line of that id.
 """
 
 from __future__ import annotations
@@ -32,15 +31,7 @@ from stackroute.runtime.errors import (
     InputError,
     StateError,
 )
-from stackroute.server.engines.base import ContextOverflowError
-from stackroute.server.engines.option_scoring import OptionBiasError
-from stackroute.server.engines.remote_engine import (
-    RemoteEngineError,
-    RemoteFeatureError,
-    RemoteRejectedError,
-    RemoteTimeoutError,
-    RemoteUnavailableError,
-)
+from stackroute.server.engines.base import ContextOverflowError, EngineError
 from stackroute.server.service.engine_queue import QueueFullError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -54,16 +45,11 @@ _STATUS_BY_CLASS: tuple[tuple[type[InputError], int], ...] = (
     (StateError, 409),  # the request is well-formed but the run's state does not allow it
     (ContextOverflowError, 400),
 )
-# Upstream failures, most specific class first: status, and the words that tell the client it
-# is the model server behind this one (the error's own message follows them).
-_UPSTREAM_STATUS: tuple[tuple[type[RemoteEngineError], int, str], ...] = (
-    (RemoteTimeoutError, 504, "the upstream model server did not answer in time"),
-    (RemoteUnavailableError, 502, "the upstream model server is unavailable"),
-    (RemoteFeatureError, 502, "the upstream model server lacks a feature the remote engine "
-                              "needs"),
-    (RemoteRejectedError, 502, "the upstream model server refused the request"),
-    (RemoteEngineError, 502, "the upstream model server misbehaved"),
-)
+# What an engine error's status tells the client, before the error's own words.
+_ENGINE_WORDS = {501: "the engine cannot do what this request needs of it",
+                 502: "the upstream model server failed",
+                 503: "the upstream model server is overloaded",
+                 504: "the upstream model server did not answer in time"}
 _TYPE_BY_STATUS = {400: "invalid_request_error", 401: "authentication_error",
                    403: "permission_error", 404: "not_found_error", 409: "conflict_error",
                    413: "invalid_request_error", 422: "invalid_request_error",
@@ -171,38 +157,30 @@ async def _queue_full(request: Request, error: Exception) -> JSONResponse:
                           headers={"Retry-After": str(error.retry_after_s)})
 
 
-def upstream_status(error: RemoteEngineError) -> tuple[int, str, dict[str, str] | None]:
-    """Status, message and headers for a remote engine's failure (see the module)."""
-    status, words = 502, "the upstream model server failed"
-    for cls, cls_status, cls_words in _UPSTREAM_STATUS:
-        if isinstance(error, cls):
-            status, words = cls_status, cls_words
-            break
+def engine_error_status(error: EngineError) -> tuple[int, str, dict[str, str] | None]:
+    """Status, message and headers for an engine's failure: the status its class carries
+    (see the module), with `Retry-After` when an overloaded upstream sent one."""
+    status = int(error.http_status)
+    words = _ENGINE_WORDS.get(status, "the engine failed")
     headers = None
-    if isinstance(error, RemoteUnavailableError) and error.is_overloaded:
-        status, words = 503, "the upstream model server is overloaded"
-        if error.retry_after_s is not None:
-            headers = {"Retry-After": str(max(1, math.ceil(error.retry_after_s)))}
+    if status in (429, 503) and error.retry_after_s is not None:
+        headers = {"Retry-After": str(max(1, math.ceil(error.retry_after_s)))}
     return status, f"{words}: {error}", headers
 
 
-async def _remote_error(request: Request, error: Exception) -> JSONResponse:
-    if not isinstance(error, RemoteEngineError):
+async def _engine_error(request: Request, error: Exception) -> JSONResponse:
+    if not isinstance(error, EngineError):
         raise error
-    status, message, headers = upstream_status(error)
+    status, message, headers = engine_error_status(error)
     rid = request_id_of(request)
-    log.warning("upstream failure answered %d: %s", status, error,
+    if status >= 500 and status not in _ENGINE_WORDS:  # the engine's bug or ours
+        log.error("engine error answered %d", status, exc_info=error,
+                  extra={"request_id": rid, "code": error.code})
+        return internal_error_response(rid)
+    log.warning("engine failure answered %d: %s", status, error,
                 extra={"request_id": rid, "code": error.code})
     return error_response(status, code=error.code, message=message, request_id=rid,
                           headers=headers)
-
-
-async def _option_bias_error(request: Request, error: Exception) -> JSONResponse:
-    if not isinstance(error, OptionBiasError):
-        raise error
-    return error_response(501, code=error.code, request_id=request_id_of(request),
-                          message=f"the engine cannot apply the routing bias to this menu: "
-                                  f"{error}")
 
 
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:
@@ -264,8 +242,7 @@ def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers; unexpected exceptions are caught by the request middleware."""
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(QueueFullError, _queue_full)
-    app.add_exception_handler(RemoteEngineError, _remote_error)
-    app.add_exception_handler(OptionBiasError, _option_bias_error)
+    app.add_exception_handler(EngineError, _engine_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
 

@@ -166,14 +166,10 @@ class CatalogRegistry:
 
     def _compile(self, catalog_id: str, tree: CapabilityTree, text: str, fmt: str,
                  created_unix: float) -> CatalogEntry:
-        try:
-            stats = self.engine.prepare(tree)
-        except InputError:
-            raise
-        except Exception as e:  # a schema the grammar compiler cannot take is the user's
-            log.exception("compiling the constraints of catalog %s failed", catalog_id)
-            raise CatalogError([Problem("", f"constraints failed to compile: "
-                                            f"{type(e).__name__}: {e}")]) from e
+        # Only the catalog's own faults are the user's (a schema the grammar compiler cannot
+        # take is an InputError, a 4xx); an engine's failure (a remote outage: 502/503/504)
+        # keeps its own status, and anything else is our bug (500).
+        stats = self.engine.prepare(tree)
         return CatalogEntry(id=catalog_id, tree=tree, source=text, format=fmt,
                             created_unix=created_unix, compile=stats)
 

@@ -10,14 +10,10 @@ result, and hands back the recorded result when it meets the key again.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import contextlib
-import functools
 import json
 import logging
 import threading
-import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -25,30 +21,32 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import Limits, RunStatus
-from stackroute.runtime.handlers import Executor, HandlerTable, LeafOutcome, LocalExecutor
+from stackroute.runtime.handlers import Executor, HandlerTable, LocalExecutor
 from stackroute.runtime.machine import StackMachine
-from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.process_executor import ProcessExecutor
-from stackroute.runtime.state import RunState, arguments_digest
-from stackroute.runtime.trace import EventKind, TraceEvent
-from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.runtime.state import RunState
+from stackroute.runtime.trace import EventKind
+from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
+from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
 from stackroute.server.service.engine_queue import QueueFullError
-from stackroute.server.service.store import SessionRecord, SessionRow, SessionStore, strict_json
+from stackroute.server.service.outcomes import fail_run, routing_outcome
+from stackroute.server.service.session_events import (
+    SessionWatchers,
+    StreamItem,
+    UnknownSessionError,
+)
+from stackroute.server.service.session_options import SessionOptions
+from stackroute.server.service.store import SessionRecord, SessionRow, SessionStore
+from stackroute.server.service.store_executor import StoreExecutor
 
 log = logging.getLogger(__name__)
 
-MachineFactory = Callable[..., StackMachine]  # (tree, *, is_flat, limits, executor)
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
-
-
-class UnknownSessionError(InputError):
-    code = "unknown_session"
-    http_status = 404
 
 
 class SessionsBusyError(QueueFullError):
@@ -62,64 +60,6 @@ class SessionsBusyError(QueueFullError):
                      "retry later",)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SessionOptions:
-    max_session_steps: int | None = None  # cap on Limits.max_steps (routing calls per run)
-    leaf_timeout_s: float = 30.0
-    leaf_isolation: str = "thread"  # "process": handlers in killable worker processes
-    allowed_handler_modules: tuple[str, ...] = ()
-    max_workers: int = 4  # sessions stepped at the same time
-    max_active: int = 64  # running sessions queued or stepping; more is a 429
-    poll_s: float = 1.0  # a watcher re-reads the store at least this often
-
-
-@dataclass(frozen=True)
-class StreamEnd:
-    """The last item of a session's event stream: it is no longer running."""
-
-    status: RunStatus
-
-
-StreamItem = dict[str, Any] | StreamEnd  # a transition (a trace event as a dict), or the end
-
-
-class StoreExecutor:
-    """An executor that runs each leaf call at most once, by its call id, across crashes.
-
-    The call is recorded as begun (committed) before the handler runs and its outcome
-    (committed) before it is returned. Meeting a recorded call id again returns the recorded
-    outcome; a call begun but never finished (the process died inside the handler) is not run
-    again either: it reports an error, because the handler may already have acted.
-    """
-
-    def __init__(self, store: SessionStore, inner: Executor) -> None:
-        self.store = store
-        self.inner = inner
-
-    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
-        digest = arguments_digest(leaf.path_str, dict(arguments))
-        recorded = self.store.leaf_execution(call_id)
-        if recorded is not None:
-            if recorded.digest != digest:
-                return LeafOutcome(error=f"call id {call_id} was recorded for another call "
-                                         f"({recorded.path}); not run", is_replayed=True)
-            if not recorded.is_finished:
-                return LeafOutcome(error="interrupted: the service stopped while this call "
-                                         "ran, so it may have taken effect; not run again",
-                                   is_replayed=True)
-            return LeafOutcome(result=recorded.result, error=recorded.error, is_replayed=True)
-        self.store.begin_leaf(call_id, path=leaf.path_str, digest=digest)
-        outcome = self.inner.execute(leaf, arguments, call_id)
-        result, error = outcome.result, outcome.error
-        try:  # what is recorded is what a replay returns: the result as JSON reads it back
-            result = json.loads(strict_json(result))
-        except Exception as e:  # the tool's result, not our bug (even a __str__ that raises)
-            result, error = None, error or f"result is not JSON-serialisable: " \
-                                            f"{type(e).__name__}: {e}"
-        self.store.finish_leaf(call_id, result=result, error=error)
-        return LeafOutcome(result=result, error=error)
-
-
 @dataclass(eq=False)
 class _Live:
     """A session in memory: its state, its machine, and the lock that orders its transitions."""
@@ -129,12 +69,6 @@ class _Live:
     machine: StackMachine
     num_saved: int  # trace events already in the store
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@dataclass(eq=False)
-class _Waiter:
-    loop: asyncio.AbstractEventLoop
-    event: asyncio.Event
 
 
 def _leaf_executor(handlers: HandlerTable, options: SessionOptions) -> Executor:
@@ -150,10 +84,11 @@ def _leaf_executor(handlers: HandlerTable, options: SessionOptions) -> Executor:
 class SessionService:
     def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
-                 machine_factory: MachineFactory | None = None,
                  on_routing_call: RoutingObserver | None = None,
-                 speculators: SpeculatorPool | None = None) -> None:
+                 speculators: SpeculatorPool | None = None,
+                 router_options: RouterOptions | None = None) -> None:
         self.store = store
+        self.router_options = router_options
         self.speculators = speculators
         self.on_routing_call = on_routing_call
         self.catalogs = catalogs
@@ -162,14 +97,13 @@ class SessionService:
             allowed_modules=self.options.allowed_handler_modules)
         self._leaf_executor = _leaf_executor(handlers, self.options)
         self.executor = StoreExecutor(store, self._leaf_executor)
-        self.machine_factory = machine_factory or functools.partial(build_machine,
-                                                                    engine=engine)
+        self.engine = engine
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.options.max_workers, thread_name_prefix="session")
         self._lock = threading.Lock()  # guards the dicts below; taken after a session's lock
         self._live: dict[str, _Live] = {}
         self._active: set[str] = set()  # sessions with a worker job queued or running
-        self._waiters: dict[str, set[_Waiter]] = {}
+        self._watchers = SessionWatchers(self.store, poll_s=self.options.poll_s)
         self._is_closing = False
 
     # -- requests ----------------------------------------------------------------------------
@@ -233,7 +167,7 @@ class SessionService:
             live.machine.cancel(live.state)
             self._persist(live)
             self._forget(session_id)
-        self._notify(session_id)
+        self._watchers.notify(session_id)
         return self.get(session_id)
 
     def events(self, session_id: str, *, after_seq: int = -1,
@@ -241,7 +175,7 @@ class SessionService:
         """The session's transitions with `seq > after_seq` as they are saved, then a
         `StreamEnd` once it is no longer running (done, paused, cancelled, …)."""
         self._row(session_id)
-        return self._watch(session_id, after_seq)
+        return self._watchers.watch(session_id, after_seq)
 
     # -- start-up and shutdown ---------------------------------------------------------------
     def resume_interrupted(self) -> list[str]:
@@ -281,13 +215,13 @@ class SessionService:
         """Step a session until it stops running, saving after every transition."""
         try:
             while self._advance(session_id):
-                self._notify(session_id)
+                self._watchers.notify(session_id)
         except Exception:
             log.exception("worker of session %s stopped", session_id)
             with self._lock:
                 self._active.discard(session_id)
                 self._live.pop(session_id, None)  # reloaded from the store on next use
-        self._notify(session_id)
+        self._watchers.notify(session_id)
 
     def _advance(self, session_id: str) -> bool:
         """One transition (or an automatic approval); False when there is nothing to do."""
@@ -334,7 +268,7 @@ class SessionService:
             live.machine.step(state)
         except Exception as e:  # an engine failure or our bug: the session ends, recorded
             log.exception("session %s failed at step %d", state.run_id, state.num_steps)
-            _fail(state, f"{type(e).__name__}: {e}")
+            fail_run(state, f"{type(e).__name__}: {e}")
         if self.on_routing_call is not None:
             for event in state.trace[num_events:]:
                 if event.kind is EventKind.ROUTE:
@@ -363,16 +297,13 @@ class SessionService:
             else:
                 live.machine.reject(live.state, digest)
             self._persist(live)
-        self._notify(session_id)
+        self._watchers.notify(session_id)
         self._schedule(session_id)
         return self.get(session_id)
 
     # -- helpers -----------------------------------------------------------------------------
     def _row(self, session_id: str) -> SessionRow:
-        row = self.store.session_row(session_id)
-        if row is None:
-            raise UnknownSessionError(f"no session {session_id!r}")
-        return row
+        return self._watchers.row(session_id)
 
     def _live_session(self, session_id: str) -> _Live:
         with self._lock:
@@ -404,14 +335,14 @@ class SessionService:
             return
         log.warning("session %s cannot resume: %s", session_id, message)
         num_saved = len(record.state.trace)
-        _fail(record.state, message)
+        fail_run(record.state, message)
         self.store.save_step(session_id, record.state, record.state.trace[num_saved:])
 
     def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits) -> StackMachine:
         speculator = None if self.speculators is None else self.speculators.for_tree(tree)
-        extra = {} if speculator is None else {"speculator": speculator}
-        return self.machine_factory(tree, is_flat=is_flat, limits=limits,
-                                    executor=self.executor, **extra)
+        return build_machine(tree, self.engine, is_flat=is_flat, limits=limits,
+                             executor=self.executor, speculator=speculator,
+                             options=self.router_options)
 
     def _limits(self, given: Mapping[str, Any] | None) -> Limits:
         limits = Limits.from_dict(dict(given or {}))
@@ -422,66 +353,3 @@ class SessionService:
             raise InputError(f"limit max_steps {limits.max_steps} is above this server's "
                              f"max_session_steps {cap}")
         return replace(limits, max_steps=min(limits.max_steps, cap))
-
-    def _notify(self, session_id: str) -> None:
-        with self._lock:
-            waiters = list(self._waiters.get(session_id, ()))
-        for waiter in waiters:
-            with contextlib.suppress(RuntimeError):  # the watcher's event loop has closed
-                waiter.loop.call_soon_threadsafe(waiter.event.set)
-
-    async def _watch(self, session_id: str, after_seq: int) -> AsyncGenerator[StreamItem, None]:
-        waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())
-        with self._lock:
-            self._waiters.setdefault(session_id, set()).add(waiter)
-        try:
-            last_seq = after_seq
-            while True:
-                waiter.event.clear()
-                # Status first, then events: everything saved before a final status is read.
-                row = await asyncio.to_thread(self._row, session_id)
-                events = await asyncio.to_thread(self.store.transitions, session_id,
-                                                 after_seq=last_seq)
-                for event in events:
-                    yield event
-                    last_seq = event["seq"]
-                if row.status is not RunStatus.RUNNING:
-                    yield StreamEnd(row.status)
-                    return
-                # Woken by a saved transition, or the poll interval as a safety net.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.event.wait(), self.options.poll_s)
-        finally:
-            with self._lock:
-                waiters = self._waiters.get(session_id)
-                if waiters is not None:
-                    waiters.discard(waiter)
-                    if not waiters:
-                        del self._waiters[session_id]
-
-
-def routing_outcome(tree: CapabilityTree, event: TraceEvent) -> str:
-    """What a routing call's decision did: "router", "leaf", "done", "back" or "misstep"."""
-    if event.decision == CompletionState.DONE:
-        return "done"
-    if event.decision == CompletionState.BACK:
-        return "back"
-    node = tree.get(event.path)
-    child = None if node is None else node.child(event.decision or "")
-    if child is None:
-        return "misstep"
-    return "leaf" if child.is_leaf else "router"
-
-
-def _fail(state: RunState, message: str) -> None:
-    """End a run with an error, recorded as its last trace event."""
-    state.status = RunStatus.ERROR
-    state.error = message
-    state.pending = None
-    top = state.stack[-1] if state.stack else None
-    state.trace.append(TraceEvent(
-        seq=len(state.trace), kind=EventKind.FINISH,
-        frame_id=None if top is None else top.frame_id,
-        parent_id=None if top is None else top.parent_id,
-        path="" if top is None else top.node_path, depth=max(len(state.stack) - 1, 0),
-        error=message, detail={"status": RunStatus.ERROR.value}, time_unix=time.time()))

@@ -1,89 +1,32 @@
-"""The routing HTTP API on a minimal app built here from `router` and `setup_routing` (so it
+"""The routing HTTP API on a minimal app built here from its routers and `Services` (so it
 does not depend on `server/http/app.py`): catalogs, routing calls, sessions with a gate over HTTP,
 traces, server-sent events, restarts; and one end-to-end call with the real embedded model."""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from routing_app_kit import assert_error, make_app, make_settings, upload, wait_status
 from session_kit import BANK_CATALOG, PlanEngine
-from stackroute.server.engines.base import Engine
-from stackroute.server.http.api_routing import router, setup_routing, shutdown_routing
-from stackroute.server.http.app_state import AppState
-from stackroute.server.http.errors import install_error_handlers
-from stackroute.server.service.engine_queue import EngineQueue
-
-
-def make_app(settings: Any, engine: Engine) -> FastAPI:
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state = AppState(settings=settings, engine=engine,
-                         engine_queue=EngineQueue(max_queue=8, max_concurrency=2))
-        app.state.stackroute = state
-        setup_routing(state)
-        try:
-            yield
-        finally:
-            shutdown_routing(state)
-
-    app = FastAPI(lifespan=lifespan)
-    install_error_handlers(app)
-    app.include_router(router)
-    return app
-
-
-def make_settings(tmp_path: Path, **overrides: Any) -> SimpleNamespace:
-    values: dict[str, Any] = {"db": tmp_path / "stackroute.db", "catalogs": [],
-                              "max_session_steps": 50, "leaf_timeout_s": 5.0,
-                              "allowed_handler_modules": [], "max_menu_options": 64,
-                              "max_prompt_tokens": 4096}
-    values.update(overrides)
-    return SimpleNamespace(**values)
+from stackroute.server.settings import ServerSettings
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> SimpleNamespace:
+def settings(tmp_path: Path) -> ServerSettings:
     return make_settings(tmp_path)
 
 
 @pytest.fixture
-def client(settings: SimpleNamespace) -> Iterator[TestClient]:
+def client(settings: ServerSettings) -> Iterator[TestClient]:
     with TestClient(make_app(settings, PlanEngine())) as c:
         yield c
-
-
-def upload(client: TestClient, catalog: dict[str, Any] = BANK_CATALOG) -> str:
-    r = client.post("/v1/catalogs", json=catalog)
-    assert r.status_code == 201, r.text
-    catalog_id: str = r.json()["id"]
-    return catalog_id
-
-
-def wait_status(client: TestClient, session_id: str, *, timeout_s: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status: str = client.get(f"/v1/sessions/{session_id}").json()["status"]
-        if status != "running" or time.monotonic() > deadline:
-            return status
-        time.sleep(0.02)
-
-
-def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    assert error["code"] == code and error["message"]
-    return error
 
 
 def read_sse(client: TestClient, url: str) -> list[dict[str, Any]]:
@@ -454,7 +397,8 @@ def test_route_with_the_real_embedded_model(tmp_path: Path, embedded_model: Any)
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(loaded=embedded_model)
-    with TestClient(make_app(make_settings(tmp_path), engine)) as client:
+    # plain: one model call per routing call (the guided default may add a recovery call)
+    with TestClient(make_app(make_settings(tmp_path, policy="plain"), engine)) as client:
         created = client.post("/v1/catalogs", json=WEATHER_CATALOG).json()
         assert created["compile"]["num_schemas"] == 2 and created["compile"]["num_menus"] == 5
         catalog_id = created["id"]

@@ -28,7 +28,7 @@ from stackroute.server.engines.remote_engine import (
     RemoteUnavailableError,
 )
 from stackroute.server.http.app import create_app
-from stackroute.server.http.errors import upstream_status
+from stackroute.server.http.errors import engine_error_status
 from upstream_kit import FAST_RETRY, OK, Answer, Script, completion, fake_server
 
 QUESTION = [{"role": "user", "content": "Pick a or b."}]
@@ -158,6 +158,6 @@ def test_an_option_bias_the_engine_cannot_apply_is_501(tmp_path: Path) -> None:
 ])
 def test_upstream_status_table(error: RemoteEngineError, status: int,
                                retry_after: str | None) -> None:
-    got_status, message, headers = upstream_status(error)
+    got_status, message, headers = engine_error_status(error)
     assert (got_status, (headers or {}).get("Retry-After")) == (status, retry_after)
     assert message.startswith("the upstream model server") and message.endswith(str(error))

@@ -27,15 +27,11 @@ from stackroute.runtime.handlers import LocalExecutor
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.usage import Usage
 from stackroute.server.service.catalog_registry import CatalogRegistry
-from stackroute.server.service.sessions import (
-    SessionOptions,
-    SessionsBusyError,
-    SessionService,
-    StoreExecutor,
-    StreamEnd,
-    UnknownSessionError,
-)
+from stackroute.server.service.session_events import StreamEnd, UnknownSessionError
+from stackroute.server.service.session_options import SessionOptions
+from stackroute.server.service.sessions import SessionsBusyError, SessionService
 from stackroute.server.service.store import SessionStore
+from stackroute.server.service.store_executor import StoreExecutor
 
 HERE = Path(__file__).resolve().parent
 
@@ -319,7 +315,7 @@ def test_event_stream_follows_the_run_and_ends_when_it_stops(service: Service) -
     events = items[:-1]
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert events[-1]["kind"] == "gate_pause"
-    assert service.sessions._waiters == {}  # the watcher unregistered itself
+    assert service.sessions._watchers._waiters == {}  # the watcher unregistered itself
 
     pending = service.sessions.get(record.row.id).state.pending
     assert pending is not None
@@ -337,12 +333,12 @@ def test_an_abandoned_event_stream_unregisters(service: Service) -> None:
     async def first_item() -> Any:
         stream = service.sessions.events(record.row.id)
         item = await anext(stream)
-        assert service.sessions._waiters
+        assert service.sessions._watchers._waiters
         await stream.aclose()
         return item
 
     try:
         assert asyncio.run(first_item())["kind"] == "start"
-        assert service.sessions._waiters == {}
+        assert service.sessions._watchers._waiters == {}
     finally:
         gate.set()

@@ -1,0 +1,131 @@
+"""HTTP routes for sessions: whole tasks run in the background, gated calls approved or
+rejected, traces and server-sent events. Routes only: the work is `server/service/sessions.py`.
+Every blocking call (SQLite, the first step) runs in a worker thread (FastAPI runs plain `def`
+routes in its thread pool)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.governance import RunStatus
+from stackroute.server.http.app_state import AppState, get_state
+from stackroute.server.http.errors import error_responses
+from stackroute.server.http.routing_schemas import (
+    CreateSessionRequest,
+    GateRequest,
+    SessionList,
+    SessionView,
+)
+from stackroute.server.http.routing_views import session_summary, session_view
+from stackroute.server.service.session_events import StreamEnd
+from stackroute.server.service.sessions import SessionService
+from starlette.concurrency import run_in_threadpool
+
+MAX_SQL_INT = (1 << 63) - 1  # SQLite's largest INTEGER: a larger offset or seq cannot bind
+
+router = APIRouter(tags=["routing"])
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+class NdjsonResponse(Response):
+    media_type = "application/x-ndjson"
+
+
+def _sessions(app: AppState) -> SessionService:
+    return app.service().sessions
+
+
+@router.post("/v1/sessions", status_code=201, responses=error_responses(403, 404, 422, 429))
+def create_session(body: CreateSessionRequest, app: StateDep) -> SessionView:
+    """Start a task; it runs in the background, one persisted transition at a time."""
+    limits = None if body.limits is None else body.limits.model_dump(exclude_none=True)
+    record = _sessions(app).create(body.catalog, body.task, limits=limits, is_flat=body.flat,
+                                   is_auto_approve=body.auto_approve)
+    return session_view(record)
+
+
+@router.get("/v1/sessions", responses=error_responses(422))
+def list_sessions(
+    app: StateDep,
+    status: Annotated[RunStatus | None, Query(description="only sessions in this state")] = None,
+    catalog: Annotated[str | None, Query(description="only sessions of this catalog")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_SQL_INT)] = 0,
+) -> SessionList:
+    rows = _sessions(app).list_sessions(status=status, catalog_id=catalog, limit=limit,
+                                        offset=offset)
+    return SessionList(sessions=[session_summary(r) for r in rows])
+
+
+@router.get("/v1/sessions/{session_id}", responses=error_responses(404, 422))
+def get_session(
+    session_id: str, app: StateDep,
+    include_state: Annotated[bool, Query(description="add the whole run state")] = False,
+) -> SessionView:
+    """State, stack, pending call and the trace so far."""
+    return session_view(_sessions(app).get(session_id), include_state=include_state)
+
+
+@router.post("/v1/sessions/{session_id}/approve", responses=error_responses(404, 409, 422))
+def approve_session(session_id: str, body: GateRequest, app: StateDep) -> SessionView:
+    """Run the call waiting at the confirmation gate (the digest must match it)."""
+    return session_view(_sessions(app).approve(session_id, body.digest))
+
+
+@router.post("/v1/sessions/{session_id}/reject", responses=error_responses(404, 409, 422))
+def reject_session(session_id: str, body: GateRequest, app: StateDep) -> SessionView:
+    """Refuse the call waiting at the gate; the run continues without it."""
+    return session_view(_sessions(app).reject(session_id, body.digest))
+
+
+@router.post("/v1/sessions/{session_id}/cancel", responses=error_responses(404, 409, 422))
+def cancel_session(session_id: str, app: StateDep) -> SessionView:
+    return session_view(_sessions(app).cancel(session_id))
+
+
+@router.get("/v1/sessions/{session_id}/trace", response_class=NdjsonResponse,
+            responses={200: {"description": "one trace event (JSON) per line"},
+                       **error_responses(404, 422)})
+def session_trace(session_id: str, app: StateDep) -> NdjsonResponse:
+    """The transitions so far as JSON lines."""
+    return NdjsonResponse(_sessions(app).trace_jsonl(session_id))
+
+
+async def _existing_session(session_id: str, app: StateDep,
+                            after: Annotated[int | None, Query(
+                                ge=-1, le=MAX_SQL_INT,
+                                description="only events with a greater seq")] = None,
+                            last_event_id: Annotated[str | None, Header()] = None,
+                            ) -> AsyncIterator[Any]:
+    after_seq = after if after is not None else _last_event_id(last_event_id)
+    return await run_in_threadpool(_sessions(app).events, session_id, after_seq=after_seq)
+
+
+@router.get("/v1/sessions/{session_id}/events", response_class=EventSourceResponse,
+            responses=error_responses(400, 404, 422))
+async def session_events(
+    stream: Annotated[AsyncIterator[Any], Depends(_existing_session)],
+) -> AsyncIterator[ServerSentEvent]:
+    """Server-sent events: one `transition` event per trace event (id = its seq), then an
+    `end` event with the status once the session is no longer running (final or paused)."""
+    async for item in stream:
+        if isinstance(item, StreamEnd):
+            yield ServerSentEvent(event="end", data={"status": item.status.value})
+            return
+        yield ServerSentEvent(event="transition", id=str(item["seq"]), data=item)
+
+
+def _last_event_id(value: str | None) -> int:
+    try:
+        seq = int(value) if value else -1
+    except ValueError as e:
+        raise InputError(f"Last-Event-ID must be an event seq (an integer), got "
+                         f"{value[:40]!r}") from e
+    if not -1 <= seq <= MAX_SQL_INT:
+        raise InputError(f"Last-Event-ID must be an event seq from -1 to {MAX_SQL_INT}, got "
+                         f"{value[:40]!r}")
+    return seq

@@ -1,0 +1,67 @@
+"""The service's parts built together at start-up and closed together at shutdown: the store,
+the catalogs, the per-catalog speculators and the sessions, with the options every routing
+call and session shares."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from stackroute.server.engines.base import Engine
+from stackroute.server.routing.speculator_pool import SpeculatorPool
+from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.prompt_limits import PromptLimits
+from stackroute.server.service.route_call import RouteContext
+from stackroute.server.service.session_options import SessionOptions
+from stackroute.server.service.sessions import RoutingObserver, SessionService
+from stackroute.server.service.store import SessionStore
+from stackroute.server.settings import ServerSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    store: SessionStore
+    catalogs: CatalogRegistry
+    sessions: SessionService
+    route_context: RouteContext  # what every `/v1/route` call shares
+
+    @classmethod
+    def open(cls, settings: ServerSettings, engine: Engine, *,
+             on_routing_call: RoutingObserver | None = None) -> Services:
+        """Open the store (settings.db), load the stored catalogs and settings.catalogs, and
+        resume the sessions a stopped process left running."""
+        router_options = settings.router_options(engine.info.model)
+        store = SessionStore(settings.db)
+        try:
+            catalogs = CatalogRegistry(store, engine, allowed_handler_modules=tuple(
+                settings.allowed_handler_modules))
+            failed = catalogs.load_persisted()
+            if failed:
+                log.warning("%d stored catalog(s) did not load: %s", len(failed),
+                            ", ".join(failed))
+            for path in settings.catalogs:
+                entry = catalogs.add_file(path)
+                log.info("catalog %s from %s", entry.id, path)
+            speculators = SpeculatorPool(engine, router_options.speculation_in_effect)
+            sessions = SessionService(store, catalogs, engine,
+                                      options=SessionOptions.from_settings(settings),
+                                      on_routing_call=on_routing_call,
+                                      speculators=speculators, router_options=router_options)
+        except BaseException:
+            store.close()
+            raise
+        services = cls(store=store, catalogs=catalogs, sessions=sessions,
+                       route_context=RouteContext(
+                           engine=engine, limits=PromptLimits.from_settings(settings),
+                           options=router_options, speculators=speculators))
+        resumed = sessions.resume_interrupted()
+        if resumed:
+            log.info("resumed %d interrupted session(s)", len(resumed))
+        return services
+
+    def close(self) -> None:
+        """Stop the session workers (after their current transition) and close the store."""
+        self.sessions.close()
+        self.store.close()

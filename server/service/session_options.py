@@ -1,0 +1,48 @@
+"""How the session service runs tasks, as one frozen value built from the server settings.
+
+`SessionOptions.from_settings` is the one place where `ServerSettings` becomes the service's
+options, so the defaults are the settings' own (no second set of fallbacks here):
+
+>>> from stackroute.server.settings import ServerSettings
+>>> options = SessionOptions.from_settings(ServerSettings(max_session_workers=2))
+>>> options.max_workers, options.leaf_isolation
+(2, 'process')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stackroute.server.settings import ServerSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionOptions:
+    max_session_steps: int | None = None  # cap on Limits.max_steps (routing calls per run)
+    leaf_timeout_s: float = 30.0
+    leaf_isolation: str = "thread"  # "process": handlers in killable worker processes
+    allowed_handler_modules: tuple[str, ...] = ()
+    max_workers: int = 4  # sessions stepped at the same time
+    max_active: int = 64  # running sessions queued or stepping; more is a 429
+    poll_s: float = 1.0  # a watcher re-reads the store at least this often
+    max_menu_options: int | None = None  # a session's menu over this fails the run
+    max_prompt_tokens: int | None = None  # a session's routing prompt over this fails the run
+    is_auto_approve_allowed: bool = True  # False: a session asking for auto_approve is a 403
+    max_leaf_memory_bytes: int | None = None  # address-space limit of a leaf worker process
+
+    @classmethod
+    def from_settings(cls, settings: ServerSettings) -> SessionOptions:
+        return cls(
+            max_session_steps=settings.max_session_steps,
+            leaf_timeout_s=settings.leaf_timeout_s,
+            leaf_isolation=settings.leaf_isolation,
+            allowed_handler_modules=tuple(settings.allowed_handler_modules),
+            max_workers=settings.max_session_workers,
+            max_active=settings.max_active_sessions,
+            max_menu_options=settings.max_menu_options,
+            max_prompt_tokens=settings.max_prompt_tokens,
+            is_auto_approve_allowed=settings.is_auto_approve_allowed,
+            max_leaf_memory_bytes=settings.max_leaf_memory_bytes,
+        )

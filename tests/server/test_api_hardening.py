@@ -1,0 +1,73 @@
+"""Issue 15's holes in the routing API, each reproduced on the minimal routing app with a
+scripted engine (`PlanEngine`): the reproduction is the test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from routing_app_kit import assert_error, make_app, make_settings, upload
+from session_kit import BANK_CATALOG, PlanEngine
+from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.engines.base import PrepareStats
+from stackroute.server.engines.remote_errors import RemoteUnavailableError
+
+
+class OutageEngine(PlanEngine):
+    """A remote engine whose upstream is down when a catalog is compiled."""
+
+    def prepare(self, tree: CapabilityTree) -> PrepareStats:
+        raise RemoteUnavailableError("connection refused after 4 attempt(s)")
+
+
+def test_an_upstream_outage_at_upload_keeps_its_status(tmp_path: Path) -> None:
+    """Issue 13: an engine failure during `prepare` is no 422 (the catalog is fine)."""
+    with TestClient(make_app(make_settings(tmp_path), OutageEngine())) as client:
+        response = client.post("/v1/catalogs", json=BANK_CATALOG)
+    assert_error(response, 502, "remote_unavailable")
+    assert "connection refused" in response.json()["error"]["message"]
+
+
+# -- 11: a malformed client state is a 400 naming the field -----------------------------------
+def _state(client: TestClient, catalog_id: str) -> dict[str, Any]:
+    first = client.post("/v1/route", json={"catalog": catalog_id, "query": "Send 5 to Asha",
+                                           "include_state": True})
+    assert first.status_code == 200, first.text
+    state: dict[str, Any] = first.json()["state"]
+    return state
+
+
+DEEP = "@deep@"  # replaced in the body's text: json.dumps itself cannot write 900 levels
+
+
+@pytest.mark.parametrize(("change", "param"), [
+    (lambda s: s["stack"][0].update(turns=7), "state.stack.0.turns"),
+    (lambda s: s["stack"][0].update(node_path=["a"]), "state.stack.0.node_path"),
+    (lambda s: s.update(conversation=[{"role": "user", "content": {"x": 1}}]),
+     "state.conversation.0.content"),
+    (lambda s: s["stack"][-1].update(parent_id=99), "state.stack.1.parent_id"),
+    (lambda s: s.update(limits={"max_steps": "many"}), "state.limits.max_steps"),
+    (lambda s: s.update(usage={"model_calls": [1]}), "state.usage.model_calls"),
+    (lambda s: s["stack"][0]["accumulator"].append({"deep": DEEP}), "state"),
+    (lambda s: s.update(trace=[{"seq": "x"}]), "state"),
+])
+def test_a_malformed_state_is_400_naming_the_field(client: TestClient, change: Any,
+                                                    param: str) -> None:
+    catalog_id = upload(client)
+    state = _state(client, catalog_id)
+    change(state)
+    body = json.dumps({"catalog": catalog_id, "state": state}).replace(
+        json.dumps(DEEP), "[" * 900 + "1" + "]" * 900)
+    response = client.post("/v1/route", content=body,
+                           headers={"content-type": "application/json"})
+    error = assert_error(response, 400, "invalid_input")
+    assert error.get("param") == param, error
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Any:
+    with TestClient(make_app(make_settings(tmp_path), PlanEngine())) as c:
+        yield c
