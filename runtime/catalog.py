@@ -55,21 +55,45 @@ def load_catalog(path: str | Path, *, limits: LoadLimits = DEFAULT_LIMITS) -> Ca
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CatalogError([Problem("", f"cannot read catalog file {str(p)!r}: {e}")]) from e
-    return parse_catalog_text(text, fmt="yaml" if p.suffix in {".yaml", ".yml"} else "json",
-                              limits=limits)
+    return parse_catalog_text(text, fmt=catalog_format(p), limits=limits)
 
 
 def parse_catalog_text(
     text: str, *, fmt: str = "json", limits: LoadLimits = DEFAULT_LIMITS
 ) -> CapabilityTree:
     """Parse catalog text (`fmt` is "json" or "yaml")."""
+    return build_tree(parse_catalog_document(text, fmt=fmt), limits=limits)
+
+
+def parse_catalog_document(text: str, *, fmt: str = "json") -> Any:
+    """The document in catalog text, not yet validated: the one parser every catalog reader
+    uses. YAML anchors and aliases are refused: a few bytes of aliases can stand for a tree
+    many times the size of the text, and every copy would be validated again."""
     try:
-        data = yaml.safe_load(text) if fmt == "yaml" else json.loads(text)
+        if fmt == "yaml":
+            return yaml.load(text, Loader=_CatalogYamlLoader)
+        return json.loads(text)
     except RecursionError as e:
         raise CatalogError([Problem("", "document nested too deeply to parse")]) from e
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         raise CatalogError([Problem("", f"not valid {fmt.upper()}: {e}")]) from e
-    return build_tree(data, limits=limits)
+
+
+def catalog_format(path: str | Path) -> str:
+    """"yaml" for a `.yaml`/`.yml` file, else "json"."""
+    return "yaml" if Path(path).suffix.lower() in {".yaml", ".yml"} else "json"
+
+
+class _CatalogYamlLoader(yaml.SafeLoader):
+    """YAML's safe loader without anchors and aliases (see `parse_catalog_document`)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+            raise CatalogError([Problem("", f"YAML anchors and aliases are not allowed in a "
+                                            f"catalog (line {line}): write each node out")])
+        return super().compose_node(parent, index)
 
 
 def build_tree(data: Any, *, limits: LoadLimits = DEFAULT_LIMITS) -> CapabilityTree:
@@ -92,6 +116,9 @@ class _Builder:
         self.limits = limits
         self.problems: list[Problem] = []
         self.num_nodes = 0
+        # A schema's problem by its canonical JSON: each distinct schema is checked once (the
+        # metaschema check costs milliseconds, and big catalogs repeat schemas).
+        self._schema_problems: dict[str, str | None] = {}
 
     def fail(self, path: tuple[str, ...], message: str) -> None:
         self.problems.append(Problem("/".join(path), message))
@@ -228,19 +255,29 @@ class _Builder:
         if problem is not None:
             self.fail(path, f"'parameters' schema {problem}")
             return None
-        error = schema_error(schema)
-        if error is not None:
-            self.fail(path, f"invalid JSON Schema {error}")
-            return None
-        hazard = schema_hazard(schema)
-        if hazard is not None:
-            self.fail(path, f"unsafe 'parameters' schema: {hazard}")
+        problem = self._schema_problem(schema)
+        if problem is not None:
+            self.fail(path, problem)
             return None
         if schema.get("type", "object") != "object":
             self.fail(path, f"'parameters' must describe an object (type 'object'), got type "
                             f"{schema.get('type')!r}")
             return None
         return schema
+
+
+    def _schema_problem(self, schema: Mapping[str, Any]) -> str | None:
+        try:
+            key = json.dumps(schema, sort_keys=True, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):  # keys of mixed types (YAML): checked, not cached
+            key = ""
+        if not key or key not in self._schema_problems:
+            error = schema_error(schema)
+            hazard = None if error is not None else schema_hazard(schema)
+            self._schema_problems[key] = (
+                f"invalid JSON Schema {error}" if error is not None
+                else None if hazard is None else f"unsafe 'parameters' schema: {hazard}")
+        return self._schema_problems[key]
 
 
 def _size_problem(value: Any, max_chars: int) -> str | None:

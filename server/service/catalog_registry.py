@@ -21,8 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from stackroute.runtime.catalog import DEFAULT_LIMITS, LoadLimits, build_tree
+from stackroute.runtime.catalog import (
+    DEFAULT_LIMITS,
+    LoadLimits,
+    build_tree,
+    catalog_format,
+    parse_catalog_document,
+)
 from stackroute.runtime.errors import CatalogError, InputError, Problem, StateError
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.tree import CapabilityTree
@@ -80,7 +85,7 @@ class CatalogRegistry:
         """
         if fmt not in FORMATS:
             raise InputError(f"unknown catalog format {fmt!r}; expected one of {list(FORMATS)}")
-        data = _parse(text, fmt)
+        data = parse_catalog_document(text, fmt=fmt)
         tree = self._build(data)
         catalog_id = f"{_slug(tree.name)}-{_content_hash(data)}"
         with self._lock:
@@ -104,7 +109,7 @@ class CatalogRegistry:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise CatalogError([Problem("", f"cannot read catalog file {str(p)!r}: {e}")]) from e
-        fmt = "yaml" if p.suffix.lower() in {".yaml", ".yml"} else "json"
+        fmt = catalog_format(p)
         try:
             return self.add_text(text, fmt=fmt)[0]
         except CatalogError as e:
@@ -120,7 +125,7 @@ class CatalogRegistry:
         failed = []
         for record in self.store.catalogs():
             try:
-                tree = self._build(_parse(record.source, record.format))
+                tree = self._build(parse_catalog_document(record.source, fmt=record.format))
                 entry = self._compile(record.id, tree, record.source, record.format,
                                       record.created_unix)
             except CatalogError as e:
@@ -172,15 +177,6 @@ class CatalogRegistry:
         stats = self.engine.prepare(tree)
         return CatalogEntry(id=catalog_id, tree=tree, source=text, format=fmt,
                             created_unix=created_unix, compile=stats)
-
-
-def _parse(text: str, fmt: str) -> Any:
-    try:
-        return yaml.safe_load(text) if fmt == "yaml" else json.loads(text)
-    except RecursionError as e:
-        raise CatalogError([Problem("", "document nested too deeply to parse")]) from e
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise CatalogError([Problem("", f"not valid {fmt.upper()}: {e}")]) from e
 
 
 def _slug(name: str) -> str:

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
-from stackroute.runtime.catalog import build_tree
+from stackroute.runtime.catalog import build_tree, catalog_format, parse_catalog_document
 from stackroute.runtime.errors import CatalogError, InputError, Problem
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.embeddings.vector_cache import CachedEmbedder, TextEmbedder
@@ -101,9 +100,13 @@ def build_tree_file(path: str | Path, out: str | Path, *, embedder: TextEmbedder
     source = Path(path)
     try:
         text = source.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) if source.suffix in {".yaml", ".yml"} else json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise CatalogError([Problem("", f"cannot read catalog {str(source)!r}: {e}")]) from e
+    try:
+        data = parse_catalog_document(text, fmt=catalog_format(source))
+    except CatalogError as e:
+        raise CatalogError([Problem(p.path, f"cannot read catalog {str(source)!r}: {p.message}")
+                            for p in e.problems]) from e
     if not isinstance(data, Mapping):
         build_tree(data)  # raises the loader's own message
     embedder = embedder or CachedEmbedder.for_default_model()

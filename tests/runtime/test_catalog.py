@@ -314,3 +314,43 @@ def test_seal_tools_loads_with_the_stats_of_its_readme(seal_tools: CapabilityTre
     leaf_node = next(seal_tools.leaves())
     assert leaf_node.depth == 3 and leaf_node.parameters is not None
     assert "original_name" in leaf_node.metadata
+
+
+# -- issue 15.3: YAML aliases multiply validation cost ---------------------------------------
+ALIASED = """
+name: bank
+children:
+  - name: payments
+    children:
+      - name: send
+        parameters: &schema
+          type: object
+          properties: {amount: {type: number}}
+      - name: refund
+        parameters: *schema
+"""
+
+
+def test_yaml_anchors_and_aliases_are_refused() -> None:
+    with pytest.raises(CatalogError, match="anchors and aliases") as caught:
+        parse_catalog_text(ALIASED, fmt="yaml")
+    assert "line 7" in str(caught.value)  # where the anchor is, so the author can fix it
+
+
+def test_each_distinct_schema_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stackroute.runtime.catalog as catalog_module
+
+    checked: list[Any] = []
+    real = catalog_module.schema_error
+
+    def counting(schema: Any) -> Any:
+        checked.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr(catalog_module, "schema_error", counting)
+    schema = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^a+$"}}}
+    doc = {"name": "r", "children": [{"name": "g", "children": [
+        {"name": f"leaf{i}", "parameters": dict(schema)} for i in range(8)]}]}
+    tree = build_tree(doc)
+    assert sum(1 for _ in tree.leaves()) == 8
+    assert len(checked) == 1
