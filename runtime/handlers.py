@@ -77,21 +77,28 @@ class Executor(Protocol):
 class HandlerTable:
     """Handlers by leaf path, plus import paths from catalogs restricted to an allowlist.
 
-    `allowed_modules` holds module names or package prefixes ("acme.tools" allows
-    "acme.tools.billing"); a catalog naming any other module is refused.
+    `allowed_modules` holds exact module names ("acme.tools.billing": any function defined
+    in it) or exact refs ("acme.tools.billing:send"). A package does not allow its
+    submodules: checking a catalog imports only modules the operator listed, so an upload
+    can never run the top-level code of another module (`acme.tools.scripts.wipe`,
+    `acme.tools.__main__`). Whatever an allowed module's import raises (`SystemExit`
+    included) is a problem of the leaf that named it, never an exception of the caller.
     """
 
     def __init__(self, bindings: Mapping[str, Handler] | None = None, *,
                  allowed_modules: Iterable[str] = ()) -> None:
         self._bindings = dict(bindings or {})
         self.allowed_modules = tuple(allowed_modules)
+        self._modules = frozenset(m for m in self.allowed_modules if ":" not in m)
+        self._refs = frozenset(m for m in self.allowed_modules if ":" in m)
         self._imported: dict[str, Handler] = {}
 
     def bind(self, path: str, handler: Handler) -> None:
         self._bindings[path] = handler
 
-    def is_allowed(self, module: str) -> bool:
-        return any(module == m or module.startswith(m + ".") for m in self.allowed_modules)
+    def is_allowed(self, module: str, attr: str | None = None) -> bool:
+        """Whether `module` (or the ref `module:attr`) is on the allowlist, exactly."""
+        return module in self._modules or (attr is not None and f"{module}:{attr}" in self._refs)
 
     def resolve(self, leaf: Node) -> Handler | None:
         bound = self._bound(leaf)
@@ -125,7 +132,7 @@ class HandlerTable:
         if ref in self._imported:
             return self._imported[ref]
         module_name, _, attr = ref.partition(":")
-        if not self.is_allowed(module_name):
+        if not self.is_allowed(module_name, attr):
             allowed = ", ".join(self.allowed_modules) or "none configured"
             raise HandlerError(f"handler {ref!r} of {path} is outside the allowed modules "
                                f"({allowed})")
@@ -134,6 +141,9 @@ class HandlerTable:
         except ImportError as e:
             raise HandlerError(f"unknown handler {ref!r} of {path}: cannot import "
                                f"{module_name!r} ({e})") from e
+        except BaseException as e:  # its top-level code failed (SystemExit too)
+            raise HandlerError(f"handler {ref!r} of {path}: importing {module_name!r} raised "
+                               f"{type(e).__name__}: {e}") from None
         fn: Handler | None = getattr(module, attr, None)
         if fn is None or not callable(fn) or isinstance(fn, types.ModuleType):
             raise HandlerError(f"unknown handler {ref!r} of {path}: {module_name} has no "
@@ -144,7 +154,8 @@ class HandlerTable:
         # The callable itself must come from an allowed module: `from os import system` in an
         # allowed module must not make `os.system` a handler.
         defined_in = getattr(fn, "__module__", None)
-        if not isinstance(defined_in, str) or not self.is_allowed(defined_in):
+        if not isinstance(defined_in, str) or not (
+                self.is_allowed(defined_in) or (ref in self._refs and defined_in == module_name)):
             raise HandlerError(f"handler {ref!r} of {path} is defined in {defined_in!r}, "
                                f"outside the allowed modules ({', '.join(self.allowed_modules)})")
         self._imported[ref] = fn

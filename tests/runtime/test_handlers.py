@@ -37,10 +37,12 @@ def release() -> Iterator[None]:
 
 @pytest.mark.parametrize(("allowed", "module", "is_allowed"), [
     (("acme.tools",), "acme.tools", True),
-    (("acme.tools",), "acme.tools.billing", True),
+    (("acme.tools",), "acme.tools.billing", False),  # exact: a package allows no submodule
+    (("acme.tools.billing",), "acme.tools.billing", True),
     (("acme.tools",), "acme.toolsx", False),
     (("acme.tools",), "acme", False),
-    (("acme.tools", "other"), "other.x", True),
+    (("acme.tools", "other.x"), "other.x", True),
+    (("other.x:f",), "other.x", False),  # an exact ref allows that function, not its module
     ((), "os", False),
 ])
 def test_allowlist_prefixes(allowed: tuple[str, ...], module: str, is_allowed: bool) -> None:
@@ -57,7 +59,7 @@ def test_import_path_inside_the_allowlist_resolves() -> None:
      "handler 'os:system' of tools/t is outside the allowed modules (none configured)"),
     (ALLOWED, "subprocess:run",
      "handler 'subprocess:run' of tools/t is outside the allowed modules (handler_fixtures)"),
-    (("nosuch",), "nosuch.mod:f",
+    (("nosuch.mod",), "nosuch.mod:f",
      "unknown handler 'nosuch.mod:f' of tools/t: cannot import 'nosuch.mod' (No module named "
      "'nosuch')"),
     (ALLOWED, "handler_fixtures:nope",
@@ -188,3 +190,36 @@ def test_a_handler_reads_its_call_id_and_the_model_cannot_set_it() -> None:
 
     with pytest.raises(HandlerError, match="only available inside a running leaf handler"):
         current_call()
+
+
+# -- issue 15.2: no code runs at upload beyond the operator's own modules ---------------------
+@pytest.mark.parametrize("ref", ["handler_pkg.scripts.wipe:x", "handler_pkg.__main__:x",
+                                 "handler_pkg.scripts:x"])
+def test_a_submodule_of_an_allowed_module_is_refused_without_importing_it(
+        ref: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    marker = tmp_path / "wipe.log"
+    monkeypatch.setenv("STACKROUTE_TEST_WIPE_MARKER", str(marker))
+    table = HandlerTable(allowed_modules=["handler_pkg", "handler_pkg.tools"])
+    tree = tools_tree({"name": "t", "handler": ref},
+                      {"name": "ok", "handler": "handler_pkg.tools:add"})
+    problems = table.problems(tree)
+    assert [p.path for p in problems] == ["tools/t"]
+    assert "outside the allowed modules" in problems[0].message
+    assert not marker.exists()
+    assert ref.partition(":")[0] not in sys.modules
+
+
+def test_an_allowed_module_that_fails_to_import_is_a_problem_of_its_leaf() -> None:
+    table = HandlerTable(allowed_modules=["handler_exits"])
+    problems = table.problems(tools_tree({"name": "t", "handler": "handler_exits:f"}))
+    assert [p.path for p in problems] == ["tools/t"]
+    assert "SystemExit" in problems[0].message and "handler_exits ran" in problems[0].message
+
+
+def test_an_exact_ref_allows_that_function_only() -> None:
+    table = HandlerTable(allowed_modules=["handler_fixtures:add"])
+    assert table.resolve(leaf("handler_fixtures:add")) is handler_fixtures.add
+    with pytest.raises(HandlerError, match="outside the allowed"):
+        table.resolve(leaf("handler_fixtures:boom"))

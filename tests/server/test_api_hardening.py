@@ -91,3 +91,33 @@ def test_an_aliased_yaml_catalog_is_refused_before_it_is_built(client: TestClien
     assert time.perf_counter() - started < 2.0
     error = assert_error(response, 422, "invalid_catalog")
     assert "anchors and aliases" in error["message"]
+
+
+# -- 2: a handler module's import cannot take the server down ---------------------------------
+def _catalog_with_handler(ref: str) -> dict[str, Any]:
+    catalog = json.loads(json.dumps(BANK_CATALOG))
+    catalog["children"][0]["children"][0]["handler"] = ref
+    return catalog
+
+
+def test_a_handler_import_that_exits_is_a_422_naming_the_leaf(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, allowed_handler_modules=["upload_exits"])
+    with TestClient(make_app(settings, PlanEngine())) as client:
+        response = client.post("/v1/catalogs", json=_catalog_with_handler("upload_exits:send"))
+        error = assert_error(response, 422, "invalid_catalog")
+        assert error["problems"][0]["path"] == "payments/send_money"
+        assert "SystemExit" in error["problems"][0]["message"]
+        assert client.get("/healthz").status_code in (200, 404)  # still serving
+
+
+def test_a_stored_catalog_whose_handler_exits_is_skipped_at_start(tmp_path: Path) -> None:
+    from stackroute.server.service.store import CatalogRecord, SessionStore
+
+    store = SessionStore(tmp_path / "stackroute.db")
+    store.put_catalog(CatalogRecord(id="bank-1", name="Bank Tools", format="json",
+                                    source=json.dumps(_catalog_with_handler("upload_exits:send")),
+                                    created_unix=0.0))
+    store.close()
+    settings = make_settings(tmp_path, allowed_handler_modules=["upload_exits"])
+    with TestClient(make_app(settings, PlanEngine())) as client:
+        assert client.get("/v1/catalogs").json()["catalogs"] == []

@@ -1,0 +1,5 @@
+raise SystemExit("handler_pkg's __main__ ran")
+
+
+def x() -> None:
+    pass
