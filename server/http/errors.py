@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -183,6 +184,18 @@ async def _engine_error(request: Request, error: Exception) -> JSONResponse:
                           headers=headers)
 
 
+async def _store_busy(request: Request, error: Exception) -> JSONResponse:
+    """The session store stayed locked past its busy timeout (another process holds it):
+    nothing was changed, and the client may retry."""
+    if not isinstance(error, sqlite3.OperationalError):
+        raise error
+    rid = request_id_of(request)
+    log.warning("session store busy: %s", error, extra={"request_id": rid})
+    return error_response(503, code="store_busy", request_id=rid,
+                          message="the session store is busy; nothing was changed, retry later",
+                          headers={"Retry-After": "1"})
+
+
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:
     """Unknown fields → 400 naming them (never silently ignored); other problems → 422."""
     if not isinstance(error, RequestValidationError):
@@ -243,6 +256,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(QueueFullError, _queue_full)
     app.add_exception_handler(EngineError, _engine_error)
+    app.add_exception_handler(sqlite3.OperationalError, _store_busy)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
+import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -46,6 +48,8 @@ from stackroute.server.service.store_executor import StoreExecutor
 
 log = logging.getLogger(__name__)
 
+MIN_RETRY_S = 0.05  # a busy store is retried after this, doubling up to MAX_RETRY_S
+MAX_RETRY_S = 2.0
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
 
 
@@ -68,6 +72,7 @@ class _Live:
     state: RunState
     machine: StackMachine
     num_saved: int  # trace events already in the store
+    is_dirty: bool = False  # a transition is made in memory but not saved yet
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -212,19 +217,37 @@ class SessionService:
         self._pool.submit(self._drive, session_id)
 
     def _drive(self, session_id: str) -> None:
-        """Step a session until it stops running, saving after every transition."""
-        try:
-            while self._advance(session_id):
+        """Step a session until it stops running, saving after every transition. A store that
+        is busy (another process holds the lock past the busy timeout) is waited out with
+        backoff: the worker keeps the session and retries, it never drops it."""
+        delay_s = MIN_RETRY_S
+        while True:
+            try:
+                if not self._advance(session_id):
+                    break
+                delay_s = MIN_RETRY_S
                 self._watchers.notify(session_id)
-        except Exception:
-            log.exception("worker of session %s stopped", session_id)
-            with self._lock:
-                self._active.discard(session_id)
-                self._live.pop(session_id, None)  # reloaded from the store on next use
+            except sqlite3.OperationalError as e:
+                with self._lock:
+                    if self._is_closing:  # resumed from the store at the next start
+                        self._active.discard(session_id)
+                        self._live.pop(session_id, None)
+                        break
+                log.warning("session %s: the store is busy (%s); retrying in %.2f s",
+                            session_id, e, delay_s)
+                time.sleep(delay_s)
+                delay_s = min(delay_s * 2, MAX_RETRY_S)
+            except Exception:
+                log.exception("worker of session %s stopped", session_id)
+                with self._lock:
+                    self._active.discard(session_id)
+                    self._live.pop(session_id, None)  # reloaded from the store on next use
+                break
         self._watchers.notify(session_id)
 
     def _advance(self, session_id: str) -> bool:
-        """One transition (or an automatic approval); False when there is nothing to do."""
+        """One transition (or an automatic approval), or the save of one that is not saved
+        yet; False when there is nothing to do."""
         with self._lock:
             live = self._live.get(session_id)
         if live is None:
@@ -235,8 +258,8 @@ class SessionService:
             state = live.state
             if self._is_closing:
                 is_working = False
-            elif self._auto_approve(live):
-                is_working = True
+            elif live.is_dirty or self._auto_approve(live):
+                is_working = True  # dirty: the last transition's save failed, save it first
             elif state.status is RunStatus.RUNNING:
                 self._step(live)
                 # Approved in the same save as the pause: such a session is never seen paused.
@@ -250,7 +273,8 @@ class SessionService:
                     if state.status.is_final:
                         self._live.pop(session_id, None)
                 return False
-            self._persist(live)
+            live.is_dirty = True
+            self._persist(live, is_kept_on_failure=True)
         return True
 
     def _auto_approve(self, live: _Live) -> bool:
@@ -266,6 +290,8 @@ class SessionService:
         num_events = len(state.trace)
         try:
             live.machine.step(state)
+        except sqlite3.OperationalError:
+            raise  # the store is busy: the state is unchanged, and the worker retries the step
         except Exception as e:  # an engine failure or our bug: the session ends, recorded
             log.exception("session %s failed at step %d", state.run_id, state.num_steps)
             fail_run(state, f"{type(e).__name__}: {e}")
@@ -275,19 +301,28 @@ class SessionService:
                     self.on_routing_call(routing_outcome(live.machine.tree, event),
                                          Usage.from_dict(dict(event.usage or {})))
 
-    def _persist(self, live: _Live) -> None:
+    def _persist(self, live: _Live, *, is_kept_on_failure: bool = False) -> None:
+        """Save the state and its new events. When the save fails, a worker's transition is
+        kept in memory (`is_kept_on_failure`: the worker saves it on its retry, since it may
+        hold a tool's outcome); a client's transition (approve, cancel) is dropped, so memory
+        equals the store and the client can retry."""
         state = live.state
         events = state.trace[live.num_saved:]
         try:
             self.store.save_step(state.run_id, state, events)
         except Exception:
-            # Keep memory equal to the store: drop what was not saved and stop here.
-            record = self.store.load_session(state.run_id)
-            if record is not None:
-                live.state = record.state
-                live.num_saved = len(record.state.trace)
+            if not is_kept_on_failure:
+                self._reload(live)
             raise
         live.num_saved = len(state.trace)
+        live.is_dirty = False
+
+    def _reload(self, live: _Live) -> None:
+        record = self.store.load_session(live.state.run_id)
+        if record is not None:
+            live.state = record.state
+            live.num_saved = len(record.state.trace)
+        live.is_dirty = False
 
     def _gate(self, session_id: str, digest: str, *, is_approved: bool) -> SessionRecord:
         live = self._live_session(session_id)

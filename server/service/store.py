@@ -5,9 +5,11 @@ in one transaction, so the database always holds a state and exactly the trace t
 The state is stored without its trace (the `transitions` table holds it, one row per event)
 so a step writes its new events once instead of rewriting the whole trace every time.
 
-One connection guarded by a lock: SQLite serialises writers anyway, every statement here is
-short (well under a millisecond, plus the fsync of a commit), and a lock keeps transactions
-from different threads from interleaving on the shared connection.
+One writer connection guarded by a lock: SQLite serialises writers anyway, every statement
+here is short (well under a millisecond, plus the fsync of a commit), and a lock keeps
+transactions from different threads from interleaving on the shared connection. Reads use a
+second connection (WAL lets them run beside a write), so a write waiting for another
+process's lock never holds up a read. WAL is verified when the store opens.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stackroute.runtime.errors import StackrouteError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import TraceEvent
@@ -67,6 +70,10 @@ CREATE TABLE IF NOT EXISTS leaf_executions (
     finished_unix REAL
 );
 """
+
+
+class StoreUnavailableError(StackrouteError):
+    """The database cannot be used safely (not in WAL mode, say): the service does not start."""
 
 
 @dataclass(frozen=True)
@@ -114,17 +121,29 @@ class LeafExecution:
 class SessionStore:
     """The service's SQLite database. Thread-safe; every write is one transaction."""
 
-    def __init__(self, path: str | Path = MEMORY, *, clock: Any = time.time) -> None:
+    def __init__(self, path: str | Path = MEMORY, *, clock: Any = time.time,
+                 busy_timeout_s: float = 10.0) -> None:
         self.path = str(path)
         self.clock = clock
         if self.path != MEMORY:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the writer: one transaction at a time
         # isolation_level=None: no implicit transactions; `_transaction` opens them explicitly.
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                     timeout=10.0)
+                                     timeout=busy_timeout_s)
         self._conn.row_factory = sqlite3.Row
-        self.journal_mode = str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        try:
+            self.journal_mode = str(self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as e:
+            self._conn.close()
+            raise StoreUnavailableError(f"database {self.path} cannot be switched to WAL "
+                                        f"journaling ({e}); refusing to start") from e
+        if self.path != MEMORY and self.journal_mode.lower() != "wal":
+            self._conn.close()
+            # Without WAL a reader blocks COMMIT, and a write can wait out the busy timeout
+            # with a leaf call's outcome in hand: the service's guarantees need WAL.
+            raise StoreUnavailableError(f"database {self.path} is in {self.journal_mode!r} "
+                                        "journal mode, not WAL; refusing to start")
         # synchronous=FULL: every commit is fsynced before it returns. NORMAL (the usual WAL
         # choice) already survives a killed process (SIGKILL): a committed transaction is in
         # the WAL file in the OS page cache. But it can lose the last commits on power loss or
@@ -134,7 +153,7 @@ class SessionStore:
         # call, so durability is nearly free here.
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         with self._transaction() as c:
             version = int(c.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
@@ -144,29 +163,57 @@ class SessionStore:
                 if statement.strip():
                     c.execute(statement)
             c.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        # Reads use their own connection and lock: in WAL mode a reader never waits for a
+        # writer, so a write stuck on the busy timeout does not hold up `GET /metrics`. An
+        # in-memory database is one connection's own, so there the writer serves reads too.
+        if self.path == MEMORY:
+            self._reader, self._read_lock = self._conn, self._lock
+        else:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False,
+                                           isolation_level=None, timeout=busy_timeout_s)
+            self._reader.row_factory = sqlite3.Row
+            self._read_lock = threading.RLock()
 
     def pragma(self, name: str) -> Any:
         with self._lock:
             return self._conn.execute(f"PRAGMA {name}").fetchone()[0]
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._read_lock:
+            if self._reader is not self._conn:
+                self._reader.close()
             self._conn.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Whatever fails, the COMMIT included, rolls it back, so the
+        connection is never left inside a transaction."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        with self._read_lock:
+            return self._reader.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads that see one committed state (a read transaction on the reader)."""
+        with self._read_lock:
+            if self._reader is self._conn:
+                yield
+                return
+            self._reader.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._reader.execute("COMMIT")
 
     # -- catalogs ----------------------------------------------------------------------------
     def put_catalog(self, record: CatalogRecord) -> bool:
@@ -218,7 +265,7 @@ class SessionStore:
 
     def load_session(self, session_id: str) -> SessionRecord | None:
         """The session with its state and whole trace, as last committed."""
-        with self._lock:
+        with self._snapshot():
             rows = self._query("SELECT * FROM sessions WHERE id = ?", (session_id,))
             if not rows:
                 return None

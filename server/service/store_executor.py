@@ -8,6 +8,7 @@ the tool again.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,13 +25,28 @@ class StoreExecutor:
     (committed) before it is returned. Meeting a recorded call id again returns the recorded
     outcome; a call begun but never finished (the process died inside the handler) is not run
     again either: it reports an error, because the handler may already have acted.
+
+    When the store cannot take the outcome (another process holds the database's lock past
+    the busy timeout), the outcome is kept here as "ran, not yet saved" and the store's error
+    is raised: the session worker retries the step, and the retry saves the kept outcome
+    instead of running the handler again. The same goes for a failed "begun" record, before
+    the handler ran.
     """
 
     def __init__(self, store: SessionStore, inner: Executor) -> None:
         self.store = store
         self.inner = inner
+        self._unsaved: dict[str, LeafOutcome] = {}  # call id -> outcome the store lacks
+        self._lock = threading.Lock()
 
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        with self._lock:
+            unsaved = self._unsaved.get(call_id)
+        if unsaved is not None:  # it ran: save what it did (raises while the store cannot)
+            self.store.finish_leaf(call_id, result=unsaved.result, error=unsaved.error)
+            with self._lock:
+                self._unsaved.pop(call_id, None)
+            return unsaved
         digest = arguments_digest(leaf.path_str, dict(arguments))
         recorded = self.store.leaf_execution(call_id)
         if recorded is not None:
@@ -50,5 +66,16 @@ class StoreExecutor:
         except Exception as e:  # the tool's result, not our bug (even a __str__ that raises)
             result, error = None, error or f"result is not JSON-serialisable: " \
                                             f"{type(e).__name__}: {e}"
+        done = LeafOutcome(result=result, error=error)
+        with self._lock:
+            self._unsaved[call_id] = done
         self.store.finish_leaf(call_id, result=result, error=error)
-        return LeafOutcome(result=result, error=error)
+        with self._lock:
+            self._unsaved.pop(call_id, None)
+        return done
+
+    @property
+    def num_unsaved(self) -> int:
+        """Calls that ran whose outcome the store does not hold yet."""
+        with self._lock:
+            return len(self._unsaved)
