@@ -44,6 +44,7 @@ _ENGINE_GAUGES: dict[str, tuple[str, str]] = {
     "cache_hit_rate": ("prefix_cache_hit_rate", "Share of prefix cache lookups that hit"),
     "cache_bytes": ("prefix_cache_bytes", "Bytes of KV held by the prefix cache"),
 }
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _COMPILE_MS = {"menu_compile_ms": "menu", "grammar_compile_ms": "grammar"}
 
 
@@ -88,6 +89,10 @@ class Metrics:
         self._scraped.sessions_by_status = sessions_by_status
 
     def observe_request(self, *, method: str, route: str, status: int, latency_s: float) -> None:
+        """Count a finished request. `method` is the client's raw method: any but the
+        standard ones is counted as "other", so a client cannot mint label values (a label
+        value lives as long as the process). `route` is already a template."""
+        method = method if method in KNOWN_METHODS else "other"
         self.http_requests.labels(method, route, str(status)).inc()
         self.http_latency.labels(method, route).observe(latency_s)
 

@@ -61,7 +61,8 @@ class RequestContextMiddleware:
         finally:
             latency_s = time.perf_counter() - started
             log.info("request", extra={
-                "request_id": request_id, "method": scope["method"], "path": scope["path"],
+                "request_id": request_id, "method": scope["method"][:16],
+                "path": scope["path"][:512],
                 "status": status, "latency_ms": round(latency_s * 1e3, 3)})
             if self.on_finish is not None:
                 self.on_finish(scope, status, latency_s)

@@ -121,3 +121,21 @@ def test_a_stored_catalog_whose_handler_exits_is_skipped_at_start(tmp_path: Path
     settings = make_settings(tmp_path, allowed_handler_modules=["upload_exits"])
     with TestClient(make_app(settings, PlanEngine())) as client:
         assert client.get("/v1/catalogs").json()["catalogs"] == []
+
+
+# -- 6: metrics label cardinality ---------------------------------------------------------------
+def test_unknown_methods_and_paths_share_one_metrics_label(tmp_path: Path) -> None:
+    """The reproduction: 50 requests with random 6 KB methods grew /metrics from 0.59 MB to
+    6.38 MB. Unknown methods are counted as `other`; unmatched paths as `<unmatched>`."""
+    import secrets
+
+    from stackroute.server.http.app import create_app
+
+    app = create_app(make_settings(tmp_path), engine=PlanEngine())
+    with TestClient(app) as client:
+        before = len(client.get("/metrics").content)
+        for _ in range(50):
+            client.request(secrets.token_hex(3000).upper(), f"/x/{secrets.token_hex(8)}")
+        text = client.get("/metrics").text
+    assert len(text) < before + 4000
+    assert 'method="other"' in text and 'route="<unmatched>"' in text
