@@ -37,6 +37,11 @@ from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
 from stackroute.server.service.engine_queue import QueueFullError
 from stackroute.server.service.outcomes import fail_run, routing_outcome
+from stackroute.server.service.prompt_limits import (
+    PromptLimits,
+    RoutingLimitError,
+    check_prompt_limits,
+)
 from stackroute.server.service.session_events import (
     SessionWatchers,
     StreamItem,
@@ -51,6 +56,13 @@ log = logging.getLogger(__name__)
 MIN_RETRY_S = 0.05  # a busy store is retried after this, doubling up to MAX_RETRY_S
 MAX_RETRY_S = 2.0
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
+
+
+class AutoApproveForbiddenError(InputError):
+    """A client asked for auto_approve on a server whose operator does not allow it."""
+
+    code = "auto_approve_forbidden"
+    http_status = 403
 
 
 class SessionsBusyError(QueueFullError):
@@ -103,6 +115,8 @@ class SessionService:
         self._leaf_executor = _leaf_executor(handlers, self.options)
         self.executor = StoreExecutor(store, self._leaf_executor)
         self.engine = engine
+        self._prompt_limits = PromptLimits(max_menu_options=self.options.max_menu_options,
+                                           max_prompt_tokens=self.options.max_prompt_tokens)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.options.max_workers, thread_name_prefix="session")
         self._lock = threading.Lock()  # guards the dicts below; taken after a session's lock
@@ -117,6 +131,10 @@ class SessionService:
         """Start a session and its background worker; return its first saved state."""
         if not task.strip():
             raise InputError("task must not be empty")
+        if is_auto_approve and not self.options.is_auto_approve_allowed:
+            raise AutoApproveForbiddenError("this server does not let clients set "
+                                            "auto_approve (setting allow_auto_approve); "
+                                            "approve each gated call instead")
         entry = self.catalogs.get(catalog_id)
         run_limits = self._limits(limits)
         with self._lock:
@@ -126,6 +144,7 @@ class SessionService:
         session_id = uuid.uuid4().hex
         machine = self._machine(entry.tree, is_flat=is_flat, limits=run_limits)
         state = machine.start(task, run_id=session_id, is_flat=is_flat)
+        check_prompt_limits(self.engine, machine, state, self._prompt_limits)
         self.store.create_session(session_id, catalog_id=catalog_id, state=state,
                                   is_flat=is_flat, is_auto_approve=is_auto_approve)
         row = self.store.session_row(session_id)
@@ -289,7 +308,11 @@ class SessionService:
         state = live.state
         num_events = len(state.trace)
         try:
+            if state.pending is None:  # the next step is a routing call: the same limits
+                check_prompt_limits(self.engine, live.machine, state, self._prompt_limits)
             live.machine.step(state)
+        except RoutingLimitError as e:
+            fail_run(state, str(e))
         except sqlite3.OperationalError:
             raise  # the store is busy: the state is unchanged, and the worker retries the step
         except Exception as e:  # an engine failure or our bug: the session ends, recorded

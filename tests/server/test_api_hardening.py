@@ -139,3 +139,48 @@ def test_unknown_methods_and_paths_share_one_metrics_label(tmp_path: Path) -> No
         text = client.get("/metrics").text
     assert len(text) < before + 4000
     assert 'method="other"' in text and 'route="<unmatched>"' in text
+
+
+# -- 9: sessions obey the same menu and prompt limits as /v1/route -----------------------------
+def test_a_session_over_the_menu_limit_is_refused(tmp_path: Path) -> None:
+    with TestClient(make_app(make_settings(tmp_path, max_menu_options=2), PlanEngine())) as c:
+        catalog_id = upload(c)
+        response = c.post("/v1/sessions", json={"catalog": catalog_id, "task": "Send 5"})
+        error = assert_error(response, 422, "routing_limit")
+        assert "the limit is 2" in error["message"]
+        assert c.get("/v1/sessions").json()["sessions"] == []
+
+
+def test_a_session_whose_prompt_outgrows_the_limit_ends_with_the_limit(tmp_path: Path) -> None:
+    from routing_app_kit import wait_status
+
+    # PlanEngine counts words: the root prompt (105) fits in 110, the payments menu's (156)
+    # does not.
+    settings = make_settings(tmp_path, max_prompt_tokens=110)
+    with TestClient(make_app(settings, PlanEngine(plan=["payments", "balance"]))) as c:
+        catalog_id = upload(c)
+        created = c.post("/v1/sessions", json={"catalog": catalog_id, "task": "My balance?"})
+        assert created.status_code == 201, created.text
+        sid = created.json()["id"]
+        assert wait_status(c, sid) == "error"
+        session = c.get(f"/v1/sessions/{sid}").json()
+        assert "the routing prompt has" in session["error"] and "limit is 110" in session["error"]
+        assert session["num_steps"] == 1  # the root call ran; the over-long one never did
+
+
+# -- 13: auto_approve is the operator's to allow -----------------------------------------------
+@pytest.mark.parametrize(("overrides", "status"), [
+    ({"api_key": "k"}, 403),  # with a key, forbidden unless allowed
+    ({"api_key": "k", "allow_auto_approve": True}, 201),
+    ({}, 201),  # no key: a local single-user server
+    ({"allow_auto_approve": False}, 403),
+])
+def test_auto_approve_needs_the_operators_consent(tmp_path: Path, overrides: dict[str, Any],
+                                                  status: int) -> None:
+    with TestClient(make_app(make_settings(tmp_path, **overrides), PlanEngine())) as c:
+        catalog_id = upload(c)
+        response = c.post("/v1/sessions", json={"catalog": catalog_id, "task": "Send 5",
+                                                "auto_approve": True})
+        assert response.status_code == status, response.text
+        if status == 403:
+            assert response.json()["error"]["code"] == "auto_approve_forbidden"
