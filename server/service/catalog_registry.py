@@ -3,9 +3,10 @@
 A catalog whose leaves name handlers outside the operator's `allowed_handler_modules` is
 refused (422, by leaf path), so a listed catalog never names code the operator did not allow.
 
-A catalog's id is a slug of its root name plus a short hash of its content (the parsed
+A catalog's id is a slug of its root name plus the SHA-256 of its content (the parsed
 document, so the same catalog in JSON or YAML, or with other whitespace, gets the same id):
-uploading the same catalog twice is harmless and returns the same id.
+uploading the same catalog twice is harmless and returns the same id. A match is checked
+against the stored document, so no upload can stand in for another catalog (409).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("json", "yaml")
 MAX_SLUG_CHARS = 40
-HASH_CHARS = 12
 # The canonical form is hashed as it is encoded, and encoding stops past this size: a YAML
 # document of nested aliases is small as text but exponentially large as JSON.
 MAX_CANONICAL_BYTES = 256 << 20
@@ -91,11 +91,16 @@ class CatalogRegistry:
         with self._lock:
             existing = self._entries.get(catalog_id)
         if existing is not None:
+            _check_same(catalog_id, data, existing.source, existing.format)
             return existing, False
         entry = self._compile(catalog_id, tree, text, fmt, time.time())
         is_new = self.store.put_catalog(CatalogRecord(
             id=catalog_id, name=tree.name, source=text, format=fmt,
             created_unix=entry.created_unix))
+        if not is_new:  # stored before (perhaps one that no longer loads): the same one?
+            stored = self.store.catalog(catalog_id)
+            if stored is not None:
+                _check_same(catalog_id, data, stored.source, stored.format)
         with self._lock:
             entry = self._entries.setdefault(catalog_id, entry)
         log.info("catalog %s loaded: %d nodes compiled in %.0f ms", catalog_id,
@@ -179,6 +184,14 @@ class CatalogRegistry:
                             created_unix=created_unix, compile=stats)
 
 
+def _check_same(catalog_id: str, data: Any, source: str, fmt: str) -> None:
+    """An id is a content hash, so a match is the same catalog; a different document under
+    it (a hash collision) is refused rather than answered with, or replacing, the other."""
+    if parse_catalog_document(source, fmt=fmt) != data:
+        raise StateError(f"catalog id {catalog_id} is already used by another catalog; "
+                         "refusing to replace or alias it")
+
+
 def _slug(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_SLUG_CHARS].strip("-")
     return slug or "catalog"
@@ -199,4 +212,4 @@ def _content_hash(data: Mapping[str, Any]) -> str:
             digest.update(raw)
     except (TypeError, ValueError, RecursionError) as e:  # mixed-type or circular YAML keys
         raise CatalogError([Problem("", f"catalog cannot be written as JSON: {e}")]) from e
-    return digest.hexdigest()[:HASH_CHARS]
+    return digest.hexdigest()

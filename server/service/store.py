@@ -231,6 +231,12 @@ class SessionStore:
         return [CatalogRecord(id=r["id"], name=r["name"], source=r["source"],
                               format=r["format"], created_unix=r["created_unix"]) for r in rows]
 
+    def catalog(self, catalog_id: str) -> CatalogRecord | None:
+        rows = self._query("SELECT * FROM catalogs WHERE id = ?", (catalog_id,))
+        return None if not rows else CatalogRecord(
+            id=rows[0]["id"], name=rows[0]["name"], source=rows[0]["source"],
+            format=rows[0]["format"], created_unix=rows[0]["created_unix"])
+
     def delete_catalog(self, catalog_id: str) -> bool:
         with self._transaction() as c:
             return c.execute("DELETE FROM catalogs WHERE id = ?", (catalog_id,)).rowcount == 1

@@ -184,3 +184,30 @@ def test_auto_approve_needs_the_operators_consent(tmp_path: Path, overrides: dic
         assert response.status_code == status, response.text
         if status == 403:
             assert response.json()["error"]["code"] == "auto_approve_forbidden"
+
+
+# -- 10: catalog ids are full content hashes, checked on a match -------------------------------
+def test_catalog_ids_carry_the_full_hash_and_a_colliding_upload_is_refused(
+        tmp_path: Path) -> None:
+    from stackroute.server.service.catalog_registry import CatalogRegistry
+    from stackroute.server.service.store import CatalogRecord, SessionStore
+
+    probe = CatalogRegistry(SessionStore(), PlanEngine())
+    catalog_id = probe.add_text(json.dumps(BANK_CATALOG))[0].id
+    assert len(catalog_id.rsplit("-", 1)[1]) == 64
+
+    # An operator's other catalog already stored under that id (a hash collision, as the
+    # 48-bit ids allowed): the upload must not be answered with it, nor replace it.
+    other = json.loads(json.dumps(BANK_CATALOG))
+    other["children"][1]["description"] = "Sensitive: the operator's own."
+    store = SessionStore(tmp_path / "s.db")
+    store.put_catalog(CatalogRecord(id=catalog_id, name="Bank Tools", source=json.dumps(other),
+                                    format="json", created_unix=0.0))
+    registry = CatalogRegistry(store, PlanEngine())
+    assert registry.load_persisted() == []
+    from stackroute.runtime.errors import StateError
+
+    with pytest.raises(StateError, match="another catalog"):
+        registry.add_text(json.dumps(BANK_CATALOG))
+    assert registry.get(catalog_id).tree.node("weather").description.startswith("Sensitive")
+    store.close()
