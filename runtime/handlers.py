@@ -182,7 +182,14 @@ class LocalExecutor:
         # ours (future.result(timeout=…) raises the same class for both).
         done, _ = concurrent.futures.wait([future], timeout=self.timeout_s)
         if not done:
-            return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s")
+            # A call still queued behind busy handler threads is cancelled, so "timed out"
+            # never means "runs later"; one already running cannot be stopped on a thread.
+            if future.cancel():
+                return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s and "
+                                         "never started (every handler thread was busy); "
+                                         "it will not run")
+            return LeafOutcome(error=f"handler timed out after {self.timeout_s:g} s; it is "
+                                     "still running in the background and may yet take effect")
         try:
             return LeafOutcome(result=future.result())
         # A failing tool is the tool's misstep, recorded on the frame. SystemExit and
@@ -191,3 +198,7 @@ class LocalExecutor:
         except (Exception, SystemExit, KeyboardInterrupt) as e:
             log.info("leaf %s (%s) raised %r", leaf.path_str, call_id, e)
             return LeafOutcome(error=f"{type(e).__name__}: {e}")
+
+    def close(self) -> None:
+        """Cancel queued calls; running handlers finish on their own threads."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -23,9 +23,8 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import Limits, RunStatus
-from stackroute.runtime.handlers import Executor, HandlerTable, LocalExecutor
+from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.machine import StackMachine
-from stackroute.runtime.process_executor import ProcessExecutor
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
@@ -36,6 +35,7 @@ from stackroute.server.routing.router import build_machine
 from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
 from stackroute.server.service.engine_queue import QueueFullError
+from stackroute.server.service.leaf_executors import leaf_executor
 from stackroute.server.service.outcomes import fail_run, routing_outcome
 from stackroute.server.service.prompt_limits import (
     PromptLimits,
@@ -88,16 +88,6 @@ class _Live:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _leaf_executor(handlers: HandlerTable, options: SessionOptions) -> Executor:
-    if options.leaf_isolation == "process":
-        return ProcessExecutor(handlers, timeout_s=options.leaf_timeout_s,
-                               max_workers=options.max_workers)
-    if options.leaf_isolation == "thread":
-        return LocalExecutor(handlers, timeout_s=options.leaf_timeout_s)
-    raise ValueError(f"leaf_isolation must be 'thread' or 'process'; got "
-                     f"{options.leaf_isolation!r}")
-
-
 class SessionService:
     def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
@@ -112,7 +102,7 @@ class SessionService:
         self.options = options or SessionOptions()
         handlers = handlers or HandlerTable(
             allowed_modules=self.options.allowed_handler_modules)
-        self._leaf_executor = _leaf_executor(handlers, self.options)
+        self._leaf_executor = leaf_executor(handlers, self.options)
         self.executor = StoreExecutor(store, self._leaf_executor)
         self.engine = engine
         self._prompt_limits = PromptLimits(max_menu_options=self.options.max_menu_options,

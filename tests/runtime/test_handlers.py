@@ -118,7 +118,8 @@ def test_local_executor_outcomes(ref: str | None, arguments: dict[str, Any],
 def test_local_executor_timeout(release: None) -> None:
     executor = LocalExecutor(HandlerTable(allowed_modules=ALLOWED), timeout_s=0.05)
     outcome = executor.execute(leaf("handler_fixtures:wait_for_release"), {}, "call-0")
-    assert outcome == LeafOutcome(error="handler timed out after 0.05 s")
+    assert outcome == LeafOutcome(error="handler timed out after 0.05 s; it is still running "
+                                        "in the background and may yet take effect")
 
 
 FAILING_TREE = [
@@ -132,7 +133,8 @@ FAILING_TREE = [
 
 @pytest.mark.parametrize(("choice", "arguments", "error", "result"), [
     ("boom", {}, "ValueError: bad input for boom", None),
-    ("slow", {}, "handler timed out after 0.05 s", None),
+    ("slow", {}, "handler timed out after 0.05 s; it is still running in the background and "
+                 "may yet take effect", None),
     ("outside", {}, "handler 'os:getcwd' of tools/outside is outside the allowed modules "
                     "(handler_fixtures)", None),
     ("echo", {"q": "hi"}, None, {"q": "hi"}),
@@ -223,3 +225,20 @@ def test_an_exact_ref_allows_that_function_only() -> None:
     assert table.resolve(leaf("handler_fixtures:add")) is handler_fixtures.add
     with pytest.raises(HandlerError, match="outside the allowed"):
         table.resolve(leaf("handler_fixtures:boom"))
+
+
+# -- issue 15.7: a call reported "timed out" must not run later --------------------------------
+def test_a_queued_call_that_times_out_never_runs(release: None) -> None:
+    ran: list[str] = []
+    table = HandlerTable({"tools/late": lambda: ran.append("late")},
+                         allowed_modules=ALLOWED)
+    executor = LocalExecutor(table, timeout_s=0.1)
+    busy = [executor.execute(leaf("handler_fixtures:wait_for_release", f"b{i}"), {}, f"c{i}")
+            for i in range(4)]  # every handler thread is now held
+    assert all("timed out" in (o.error or "") and "still running" in (o.error or "")
+               for o in busy)
+    late = executor.execute(leaf(None, "late"), {}, "c-late")
+    assert late.error is not None and "never started" in late.error
+    handler_fixtures.RELEASE.set()
+    executor.close()
+    assert ran == []

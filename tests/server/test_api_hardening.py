@@ -211,3 +211,19 @@ def test_catalog_ids_carry_the_full_hash_and_a_colliding_upload_is_refused(
         registry.add_text(json.dumps(BANK_CATALOG))
     assert registry.get(catalog_id).tree.node("weather").description.startswith("Sensitive")
     store.close()
+
+
+# -- 12 (the executor part): leaf worker processes run under a memory limit -----------------
+def test_process_isolated_leaves_get_the_settings_memory_limit(tmp_path: Path) -> None:
+    from stackroute.runtime.handlers import HandlerTable
+    from stackroute.runtime.process_executor import ProcessExecutor
+    from stackroute.server.service.leaf_executors import leaf_executor
+    from stackroute.server.service.session_options import SessionOptions
+
+    settings = make_settings(tmp_path, leaf_isolation="process", max_leaf_memory_mb=256)
+    executor = leaf_executor(HandlerTable(), SessionOptions.from_settings(settings))
+    try:
+        assert isinstance(executor, ProcessExecutor)
+        assert executor.memory_limit_bytes == 256 << 20
+    finally:
+        executor.close()
