@@ -268,6 +268,16 @@ class ConstraintMatcher:
         """The longest text the grammar forces next (complete UTF-8 characters only)."""
         return str(self._matcher.find_jump_forward_string())
 
+    def rollback(self, num_tokens: int) -> None:
+        """Undo the last `num_tokens` accepted tokens."""
+        if not 0 <= num_tokens <= len(self._token_ids):
+            raise ValueError(
+                f"cannot roll back {num_tokens} tokens; {len(self._token_ids)} accepted"
+            )
+        if num_tokens:
+            self._matcher.rollback(num_tokens)
+            del self._token_ids[-num_tokens:]
+
     def text_of(self, token_ids: Sequence[int]) -> str:
         return self.compiled.info.text_of(token_ids)
 

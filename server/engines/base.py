@@ -106,6 +106,9 @@ class Generation:
     finish_reason: str  # "stop" | "length"
     usage: Usage
     logprobs: tuple[TokenLogprob, ...] | None = None
+    # A JSON string value reached the engine's free-string cap (`max_string_chars`): the
+    # answer is whole but that value may be cut short.
+    is_string_capped: bool = False
 
 
 @dataclass(frozen=True)

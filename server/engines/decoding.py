@@ -1,9 +1,16 @@
-"""One generation in the transformers engine: prefill, then (jump-forward | masked step) until
-the constraint finishes, a stop token or string appears, or `max_tokens` run out.
+"""One generation in the transformers engine: the prompt pass, then (masked step + forced
+tokens) until the constraint finishes, a stop token or string appears, or `max_tokens` run out.
+
+Forced tokens cost no pass of their own: where the grammar allows exactly one continuation
+(JSON keys and punctuation, the rest of an enum value, the closing of an object), its tokens
+are appended without sampling (`grammars/jump_forward.py`, in the tokenizer's own spelling)
+and fed to the model in the next pass together with the sampled token before them; the
+first ones go into the prompt's pass. When the grammar is complete after them, no pass is
+run at all. `num_passes` against the tokens generated is what that saves.
 
 A `Decoder` is built per request with what it needs passed in (the model runner, the
-tokenizer's decode, the stop ids, the vocab width) and holds that request's mutable state; the
-engine stays stateless between requests.
+tokenizer's decode, the stop ids, the vocab width, the jump-forward) and holds that request's
+mutable state; the engine stays stateless between requests.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.schema import ConstraintMatcher
 from stackroute.server.engines.base import SamplingOptions, TokenLogprob
 from stackroute.server.engines.model_runner import ModelRunner
@@ -27,6 +35,7 @@ class DecodeOut:
     num_passes: int = 0
     num_prefill: int = 0
     num_cached: int = 0
+    num_forced: int = 0  # tokens appended without sampling (jump-forward)
     logprobs: tuple[TokenLogprob, ...] | None = None
 
 
@@ -34,7 +43,7 @@ class Decoder:
     def __init__(self, runner: ModelRunner, *, decode: Callable[[Sequence[int]], str],
                  stop_ids: frozenset[int], vocab_size: int, prompt_ids: list[int],
                  matcher: ConstraintMatcher | None, sampling: SamplingOptions,
-                 max_tokens: int) -> None:
+                 max_tokens: int, jump_forward: JumpForward | None = None) -> None:
         import torch
 
         self._torch = torch
@@ -46,38 +55,31 @@ class Decoder:
         self.matcher = matcher
         self.sampling = sampling
         self.max_tokens = max_tokens
+        self.jump_forward = jump_forward  # None: every token is sampled
         self.out = DecodeOut()
+        self.logprobs: list[TokenLogprob] = []
         self.generator = torch.Generator().manual_seed(sampling.seed or 0)
 
     def run(self) -> DecodeOut:
         torch = self._torch
-        out = self.out
-        first = self.runner.run_prompt(self.ids)
+        out, matcher = self.out, self.matcher
+        forced = self._force()
+        first = self.runner.run_prompt(self.ids, extra=forced)
         kv = first.kv
         out.num_cached, out.num_passes = first.num_cached, first.num_passes
         out.num_prefill = len(self.ids) - first.num_cached
+        self._take_forced(forced)
         logits = torch.from_numpy(first.logits[-1])
-        logprobs: list[TokenLogprob] = []
         generated = out.token_ids
-        matcher = self.matcher
-        while len(generated) < self.max_tokens:
-            if matcher is not None:
-                if matcher.is_complete and self._only_stop_allowed():
-                    out.finish_reason = "stop"
-                    break
-                forced = list(matcher.jump_forward_tokens())
-                if forced:
-                    forced = forced[: self.max_tokens - len(generated)]
-                    for t in forced:
-                        matcher.accept(t)
-                        if self.sampling.top_logprobs is not None:
-                            logprobs.append(TokenLogprob(self.decode([t]), 0.0))
-                    generated.extend(forced)
-                    logits = self._step(kv, forced)
-                    continue
+        while True:
+            if matcher is not None and matcher.is_complete and self._only_stop_allowed():
+                out.finish_reason = "stop"  # a whole answer, even if it filled max_tokens
+                break
+            if len(generated) >= self.max_tokens:
+                break
             token, lp = self._pick(logits)
             if self.sampling.top_logprobs is not None:
-                logprobs.append(lp)
+                self.logprobs.append(lp)
             if matcher is not None:
                 matcher.accept(token)
                 if matcher.is_finished:
@@ -90,17 +92,34 @@ class Decoder:
             if self._hit_stop_string():
                 out.finish_reason = "stop"
                 break
-            if len(generated) >= self.max_tokens:
-                break
-            logits = self._step(kv, [token])
+            forced = self._force()
+            self._take_forced(forced)
+            if len(generated) >= self.max_tokens or (
+                    matcher is not None and matcher.is_complete and self._only_stop_allowed()):
+                continue  # decided at the top of the loop, without another pass
+            logits = self._step(kv, [token, *forced])
         text = self.decode([t for t in generated if t not in self.stop_ids])
         for s in self.sampling.stop:
             cut = text.find(s)
             if cut >= 0:
                 text = text[:cut]
         out.text = text
-        out.logprobs = tuple(logprobs) if self.sampling.top_logprobs is not None else None
+        out.logprobs = tuple(self.logprobs) if self.sampling.top_logprobs is not None else None
         return out
+
+    def _force(self) -> tuple[int, ...]:
+        """The tokens the grammar forces next, accepted into the matcher (none without a
+        constraint or a jump-forward)."""
+        if self.matcher is None or self.jump_forward is None:
+            return ()
+        return self.jump_forward.force(self.matcher,
+                                       max_tokens=self.max_tokens - len(self.out.token_ids))
+
+    def _take_forced(self, forced: Sequence[int]) -> None:
+        self.out.token_ids.extend(forced)
+        self.out.num_forced += len(forced)
+        if self.sampling.top_logprobs is not None:
+            self.logprobs.extend(TokenLogprob(self.decode([t]), 0.0) for t in forced)
 
     def _step(self, kv: Any, tokens: list[int]) -> Any:
         self.out.num_passes += 1

@@ -44,13 +44,17 @@ class ModelRunner:
         self.prefill_chunk_tokens = prefill_chunk_tokens
         self.counters = counters  # forward_passes, prefill_tokens, cached_tokens
 
-    def run_prompt(self, prompt_ids: Sequence[int],
-                   branches: Sequence[Branch] = ()) -> PromptPass:
-        """Run the uncached part of `prompt_ids` and the branches' tries. The cache may serve
-        all but the last token of the first branch's prompt (of `prompt_ids` when there is no
-        branch: a pass needs one new token for its logits); then it holds `prompt_ids`' KV."""
+    def run_prompt(self, prompt_ids: Sequence[int], branches: Sequence[Branch] = (), *,
+                   extra: Sequence[int] = ()) -> PromptPass:
+        """Run the uncached part of `prompt_ids` and the branches' tries, or `extra` tokens
+        after the prompt (a generation's forced first tokens; not with branches). The cache
+        may serve all but the last token of the first branch's prompt (of `prompt_ids +
+        extra` when there is no branch: a pass needs one new token for its logits); then it
+        holds the KV of `prompt_ids + extra`. `num_cached` counts prompt tokens only."""
+        if branches and extra:
+            raise ValueError("extra tokens and menu branches do not share a pass")  # our bug
         torch = self._torch
-        ids = list(prompt_ids)
+        ids = list(prompt_ids) + list(extra)
         first = branches[0].prompt_len if branches else len(ids)
         hit = self.cache.lookup(ids, max_tokens=first - 1) if self.is_cache_enabled else None
         num_cached = hit.num_tokens if hit is not None else 0
@@ -71,7 +75,8 @@ class ModelRunner:
         logits = out.logits[0].float().numpy()
         if self.is_cache_enabled:
             self.cache.insert(ids, kv)
-        self.counters.add(forward_passes=passes, prefill_tokens=len(ids) - num_cached,
+        num_cached = min(num_cached, len(prompt_ids))
+        self.counters.add(forward_passes=passes, prefill_tokens=len(prompt_ids) - num_cached,
                           cached_tokens=num_cached)
         return PromptPass(logits=logits, kv=kv, num_cached=num_cached, num_passes=passes)
 

@@ -21,12 +21,18 @@ import time
 from collections.abc import Mapping, Sequence
 
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
+from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.menu import CompiledMenu, compile_menu
 from stackroute.grammars.schema import (
     CompiledGrammar,
     compile_regex,
     compile_schema,
     grammar_tokenizer_info,
+)
+from stackroute.grammars.string_caps import (
+    DEFAULT_MAX_STRING_CHARS,
+    cap_string_lengths,
+    has_string_at_cap,
 )
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
@@ -68,7 +74,12 @@ class TransformersEngine:
                  cache_bytes: int = DEFAULT_CACHE_BYTES, is_cache_enabled: bool = True,
                  num_threads: int | None = None,
                  prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK,
+                 max_string_chars: int | None = DEFAULT_MAX_STRING_CHARS,
+                 is_jump_forward: bool = True,
                  loaded: LoadedModel | None = None) -> None:
+        """`max_string_chars` caps JSON strings whose schema sets no `maxLength` (None: no
+        cap; `grammars/string_caps.py`); `is_jump_forward=False` samples every token, forced
+        or not (for comparison only: it costs a pass per forced token)."""
         self.loaded = loaded or load_model(resolve_model(model), dtype=dtype,
                                            num_threads=num_threads)
         self.model = self.loaded.model
@@ -83,6 +94,9 @@ class TransformersEngine:
         self.grammar_info = grammar_tokenizer_info(self.tokenizer, self.loaded.vocab_size)
         self.menus: ConstraintCache[CompiledMenu] = ConstraintCache()
         self.grammars: ConstraintCache[CompiledGrammar] = ConstraintCache()
+        self.max_string_chars = max_string_chars
+        self.jump_forward = JumpForward(self.renderer.encode, self.grammar_info.decoded_vocab) \
+            if is_jump_forward else None
         self._stop_ids = frozenset(self.loaded.eos_token_ids) | {self.renderer.end_of_turn_id}
         self._lock = threading.Lock()  # model steps are serialised; requests queue here
         self._counters = Counters("forward_passes", "prefill_tokens", "cached_tokens",
@@ -101,9 +115,10 @@ class TransformersEngine:
     def compiled_grammar(self, constraint: Constraint) -> CompiledGrammar:
         if constraint.kind is ConstraintKind.JSON:
             schema = constraint.schema or EMPTY_OBJECT_SCHEMA
-            key = ("json", json.dumps(schema, sort_keys=True))
-            return self.grammars.get_or_compile(
-                key, self.fingerprint, lambda: compile_schema(schema, self.grammar_info))
+            cap = self.max_string_chars
+            key = ("json", cap, json.dumps(schema, sort_keys=True))
+            return self.grammars.get_or_compile(key, self.fingerprint, lambda: compile_schema(
+                schema if cap is None else cap_string_lengths(schema, cap), self.grammar_info))
         if constraint.kind is ConstraintKind.REGEX:
             pattern = constraint.pattern or ""
             return self.grammars.get_or_compile(
@@ -209,7 +224,8 @@ class TransformersEngine:
         max_tokens = min(sampling.max_tokens, self.info.max_context_tokens - len(ids))
         decoder = Decoder(self.runner, decode=self.renderer.decode, stop_ids=self._stop_ids,
                           vocab_size=self.loaded.vocab_size, prompt_ids=ids, matcher=matcher,
-                          sampling=sampling, max_tokens=max_tokens)
+                          sampling=sampling, max_tokens=max_tokens,
+                          jump_forward=self.jump_forward)
         with self._lock:
             out = decoder.run()
         self._counters.add(generate_calls=1)
@@ -218,7 +234,18 @@ class TransformersEngine:
                       forward_passes=out.num_passes,
                       latency_ms=(time.perf_counter() - started) * 1e3)
         return Generation(text=out.text, finish_reason=out.finish_reason, usage=usage,
-                          logprobs=out.logprobs)
+                          logprobs=out.logprobs,
+                          is_string_capped=self._is_string_capped(constraint, out.text))
+
+    def _is_string_capped(self, constraint: Constraint | None, text: str) -> bool:
+        if self.max_string_chars is None or constraint is None \
+                or constraint.kind is not ConstraintKind.JSON:
+            return False
+        try:
+            value = json.loads(text)
+        except ValueError:  # cut off at max_tokens: finish_reason says so
+            return False
+        return has_string_at_cap(value, self.max_string_chars)
 
     def metrics(self) -> dict[str, float]:
         stats = self.cache.stats()

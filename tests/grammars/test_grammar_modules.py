@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-MODULES = ["cache", "decode", "menu", "schema", "tokenizer", "trie"]
+MODULES = ["cache", "decode", "jump_forward", "menu", "schema", "string_caps", "tokenizer", "trie"]
 
 
 def test_grammar_modules_import_without_torch() -> None:

@@ -159,6 +159,49 @@ def test_json_generation_always_validates(engine: TransformersEngine,
     jsonschema.validate(json.loads(out.text), schema)
 
 
+@pytest.fixture(scope="module")
+def step_by_step(embedded_model: Any) -> TransformersEngine:
+    """The same model sampling every token, forced or not (no jump-forward)."""
+    return TransformersEngine(loaded=embedded_model, is_jump_forward=False)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_forced_tokens_cost_no_pass(engine: TransformersEngine,
+                                    step_by_step: TransformersEngine,
+                                    schema: dict[str, Any]) -> None:
+    # The answers may differ: sampling every token lets the mask's non-canonical spellings
+    # ('{' '"' 'pay' …) compete, which changes the model's context (bench/jump_forward_bench.py
+    # measures how often); both are schema-valid.
+    prompt = PROMPT.extend(Message("user", f"Arguments as JSON for: {json.dumps(schema)}"))
+    sampling = SamplingOptions(max_tokens=96)
+    fast = engine.generate(prompt, constraint=Constraint.json(schema), sampling=sampling)
+    slow = step_by_step.generate(prompt, constraint=Constraint.json(schema), sampling=sampling)
+    for out in (fast, slow):
+        assert out.finish_reason == "stop", out.text
+        jsonschema.validate(json.loads(out.text), schema)
+    assert slow.usage.forward_passes >= slow.usage.generated_tokens  # a pass per token
+    assert fast.usage.forward_passes * 2 <= fast.usage.generated_tokens + 1
+    if schema == {"type": "object", "properties": {}}:
+        assert fast.usage.forward_passes == 1  # "{}" is forced whole: the prompt's pass only
+
+
+def test_a_free_string_stops_at_the_cap_inside_a_whole_answer(embedded_model: Any) -> None:
+    capped = TransformersEngine(loaded=embedded_model, max_string_chars=12)
+    schema = {"type": "object", "properties": {"story": {"type": "string"},
+                                               "n": {"type": "integer"}},
+              "required": ["story", "n"]}
+    prompt = PROMPT.extend(Message("user", "Write a very long story about a dragon in the "
+                                           "story field, as JSON."))
+    out = capped.generate(prompt, constraint=Constraint.json(schema),
+                          sampling=SamplingOptions(max_tokens=96))
+    assert out.finish_reason == "stop", out.text
+    value = json.loads(out.text)
+    jsonschema.validate(value, schema)
+    assert len(value["story"]) <= 12
+    assert out.is_string_capped is (len(value["story"]) == 12)
+    assert schema["properties"]["story"] == {"type": "string"}  # the caller's, untouched
+
+
 def test_regex_generation_matches(engine: TransformersEngine) -> None:
     out = engine.generate(PROMPT, constraint=Constraint.regex(r"[0-9]{4}-[0-9]{2}"),
                           sampling=SamplingOptions(max_tokens=16))

@@ -1,0 +1,74 @@
+"""A bound on free string length in a JSON schema, so constrained generation always ends.
+
+A schema string without `maxLength` lets a small model write until the token cap: the answer is
+cut off mid-string and fails its schema. `cap_string_lengths` returns a copy of the schema in
+which every plain string without a `maxLength` gets `max_chars` (strings with an `enum`, a
+`const` or a `pattern` are already bounded or shaped by the author, and are left alone). The
+caller's schema is never changed.
+
+The default cap (`DEFAULT_MAX_STRING_CHARS`, 64 characters) is sized for what tool arguments
+hold: identifiers, names, e-mail addresses, amounts, dates, short phrases; 64 characters take
+about 16-30 tokens of a BPE vocabulary, so a capped field costs at most that many steps.
+Longer free text (a message body) needs the schema's own `maxLength`.
+
+>>> cap_string_lengths({"type": "object", "properties": {"name": {"type": "string"}}}, 64)
+{'type': 'object', 'properties': {'name': {'type': 'string', 'maxLength': 64}}}
+>>> cap_string_lengths({"type": "string", "maxLength": 500}, 64)
+{'type': 'string', 'maxLength': 500}
+>>> has_string_at_cap({"name": "A" * 64, "tags": ["x"]}, 64)
+True
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULT_MAX_STRING_CHARS = 64
+
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else",
+                   "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LIST_KEYS = ("prefixItems", "anyOf", "oneOf", "allOf")
+_SUBSCHEMA_MAP_KEYS = ("properties", "patternProperties", "$defs", "definitions")
+_SHAPED_KEYS = ("maxLength", "enum", "const", "pattern", "format")
+
+
+def cap_string_lengths(schema: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+    """A deep copy of `schema` with `maxLength: max_chars` on every unbounded plain string."""
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1; got {max_chars}")
+    capped: dict[str, Any] = copy.deepcopy(dict(schema))
+    _cap(capped, max_chars)
+    return capped
+
+
+def _cap(node: Any, max_chars: int) -> None:
+    if not isinstance(node, dict):
+        return
+    kind = node.get("type")
+    is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+    if is_string and not any(key in node for key in _SHAPED_KEYS):
+        node["maxLength"] = max_chars
+    for key in _SUBSCHEMA_KEYS:
+        _cap(node.get(key), max_chars)
+    for key in _SUBSCHEMA_LIST_KEYS:
+        for child in node.get(key) or ():
+            _cap(child, max_chars)
+    for key in _SUBSCHEMA_MAP_KEYS:
+        children = node.get(key)
+        if isinstance(children, dict):
+            for child in children.values():
+                _cap(child, max_chars)
+
+
+def has_string_at_cap(value: Any, max_chars: int) -> bool:
+    """True when a string value in a parsed JSON answer is `max_chars` long or longer: the
+    cap (or a schema `maxLength` equal to it) cut it off. Object keys are not values."""
+    if isinstance(value, str):
+        return len(value) >= max_chars
+    if isinstance(value, dict):
+        return any(has_string_at_cap(v, max_chars) for v in value.values())
+    if isinstance(value, list):
+        return any(has_string_at_cap(v, max_chars) for v in value)
+    return False
