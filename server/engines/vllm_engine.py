@@ -48,6 +48,7 @@ from typing import Any
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.menu import CompiledMenu, compile_menu
 from stackroute.grammars.schema import grammar_tokenizer_info
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -126,6 +127,7 @@ class VllmOptions:
     menu_mode: MenuMode = MenuMode.SCORE
     top_logprobs: int = 20  # constrained mode's top-k (vLLM's max_logprobs default)
     request_timeout_s: float = 600.0
+    max_string_chars: int | None = DEFAULT_MAX_STRING_CHARS  # grammars/string_caps.py
 
 
 class VllmEngine:
@@ -323,7 +325,8 @@ class VllmEngine:
     # -- requests ---------------------------------------------------------------------------------
     def _params(self, constraint: Constraint | None, sampling: SamplingOptions) -> Any:
         return sampling_params(constraint, sampling,
-                               end_of_turn_id=self.renderer.end_of_turn_id)
+                               end_of_turn_id=self.renderer.end_of_turn_id,
+                               max_string_chars=self.options.max_string_chars)
 
     def _call(self, coroutine: Any, *, timeout_s: float | None = -1.0) -> Any:
         """Run a coroutine on the engine's loop from any thread; its result."""

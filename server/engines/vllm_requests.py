@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stackroute.grammars.string_caps import cap_string_lengths
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
@@ -24,8 +25,10 @@ from stackroute.server.engines.rendering import ChatRenderer
 
 
 def sampling_params(constraint: Constraint | None, sampling: SamplingOptions, *,
-                    end_of_turn_id: int) -> Any:
-    """vLLM's `SamplingParams` for one request (structured outputs for a constraint)."""
+                    end_of_turn_id: int, max_string_chars: int | None) -> Any:
+    """vLLM's `SamplingParams` for one request (structured outputs for a constraint; JSON
+    strings without a `maxLength` capped at `max_string_chars`, as the transformers engine
+    caps them)."""
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
@@ -36,8 +39,10 @@ def sampling_params(constraint: Constraint | None, sampling: SamplingOptions, *,
         elif constraint.kind is ConstraintKind.REGEX:
             structured = StructuredOutputsParams(regex=constraint.pattern or "")
         else:
-            structured = StructuredOutputsParams(
-                json=dict(constraint.schema or EMPTY_OBJECT_SCHEMA))
+            schema = constraint.schema or EMPTY_OBJECT_SCHEMA
+            structured = StructuredOutputsParams(json=dict(
+                schema if max_string_chars is None
+                else cap_string_lengths(schema, max_string_chars)))
     return SamplingParams(
         max_tokens=sampling.max_tokens, temperature=sampling.temperature,
         stop=list(sampling.stop) or None, seed=sampling.seed,
