@@ -100,6 +100,12 @@ class HandlerTable:
         """Whether `module` (or the ref `module:attr`) is on the allowlist, exactly."""
         return module in self._modules or (attr is not None and f"{module}:{attr}" in self._refs)
 
+    def _is_within_allowed(self, module: str) -> bool:
+        """`module` is an allowed module or inside one: where a handler may be *defined*
+        (a function an allowed package re-exports from its own submodule). This imports
+        nothing: only `is_allowed` modules are ever imported."""
+        return any(module == m or module.startswith(m + ".") for m in self._modules)
+
     def resolve(self, leaf: Node) -> Handler | None:
         bound = self._bound(leaf)
         if bound is not None or leaf.handler is None:
@@ -155,7 +161,8 @@ class HandlerTable:
         # allowed module must not make `os.system` a handler.
         defined_in = getattr(fn, "__module__", None)
         if not isinstance(defined_in, str) or not (
-                self.is_allowed(defined_in) or (ref in self._refs and defined_in == module_name)):
+                self._is_within_allowed(defined_in)
+                or (ref in self._refs and defined_in == module_name)):
             raise HandlerError(f"handler {ref!r} of {path} is defined in {defined_in!r}, "
                                f"outside the allowed modules ({', '.join(self.allowed_modules)})")
         self._imported[ref] = fn

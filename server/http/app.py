@@ -26,7 +26,7 @@ from stackroute.server.engines.registry import create_engine
 from stackroute.server.http import api_catalogs, api_openai, api_routing, api_sessions
 from stackroute.server.http import metrics as metrics_module
 from stackroute.server.http.app_state import AppState
-from stackroute.server.http.auth import ApiKeyAuth
+from stackroute.server.http.auth import PUBLIC_PATHS, ApiKeyAuth, ApiKeyMiddleware
 from stackroute.server.http.errors import (
     document_error_responses,
     error_responses,
@@ -35,6 +35,7 @@ from stackroute.server.http.errors import (
 from stackroute.server.http.metrics import Metrics
 from stackroute.server.http.middleware import (
     BodyLimitMiddleware,
+    ConnectionLimitMiddleware,
     RequestContextMiddleware,
     route_template,
 )
@@ -123,7 +124,14 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
         metrics.observe_request(method=scope["method"], route=route_template(scope),
                                 status=status, latency_s=latency_s)
 
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    # Outermost last: request id and log → connection limit → API key → body limit, so a
+    # request without the key is refused before its body is read.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)
+    if settings.api_key is not None:
+        public = PUBLIC_PATHS if settings.protect_metrics else PUBLIC_PATHS | {"/metrics"}
+        app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key, public_paths=public)
+    app.add_middleware(ConnectionLimitMiddleware, max_connections=settings.max_connections)
     app.add_middleware(RequestContextMiddleware, on_finish=on_finish)  # outermost
     return app
 

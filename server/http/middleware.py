@@ -1,4 +1,5 @@
-"""ASGI middleware: request ids with one structured log line per request, and the body limit.
+"""ASGI middleware: request ids with one structured log line per request, the body limit and
+body-read timeout, and the limit on requests in flight.
 
 Both are plain ASGI (not Starlette's BaseHTTPMiddleware), so streamed responses pass through
 untouched and nothing is buffered but a request body, which is capped.
@@ -6,6 +7,7 @@ untouched and nothing is buffered but a request body, which is capped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -74,9 +76,11 @@ class BodyLimitMiddleware:
     A declared Content-Length is checked at once; a chunked body is read up to the limit and
     then replayed to the app, so at most `max_body_bytes` of it is ever held."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int,
+                 body_timeout_s: float | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s  # the whole body must arrive within this
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in {"GET", "HEAD", "OPTIONS"}:
@@ -88,8 +92,15 @@ class BodyLimitMiddleware:
             return
         chunks: list[bytes] = []
         num_bytes = 0
+        deadline = None if self.body_timeout_s is None else \
+            asyncio.get_running_loop().time() + self.body_timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), None if deadline is None else max(
+                    deadline - asyncio.get_running_loop().time(), 0.0))
+            except TimeoutError:
+                await self._too_slow(scope, receive, send)
+                return
             if message["type"] != "http.request":  # the client went away
                 return
             chunk = message.get("body", b"")
@@ -120,6 +131,43 @@ class BodyLimitMiddleware:
             message=f"request body is too large: the limit is {self.max_body_bytes} bytes; "
                     f"got {size}", headers={"Connection": "close"})
         await response(scope, receive, send)
+
+
+    async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            408, code="request_timeout", request_id=scope.get("state", {}).get("request_id"),
+            message=f"the request body did not arrive within {self.body_timeout_s:g} s",
+            headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+class ConnectionLimitMiddleware:
+    """At most `max_connections` HTTP requests in flight; more are answered 503 at once
+    (a slow client's request counts until its body is read and its answer sent)."""
+
+    def __init__(self, app: ASGIApp, *, max_connections: int) -> None:
+        self.app = app
+        self.max_connections = max_connections
+        self.num_active = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.num_active >= self.max_connections:
+            response = error_response(
+                503, code="too_many_connections",
+                request_id=scope.get("state", {}).get("request_id"),
+                message=f"{self.num_active} requests are in flight, the limit is "
+                        f"{self.max_connections}; retry later",
+                headers={"Retry-After": "1", "Connection": "close"})
+            await response(scope, receive, send)
+            return
+        self.num_active += 1  # one event loop: no lock needed
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.num_active -= 1
 
 
 def _request_id(scope: Scope) -> str:
