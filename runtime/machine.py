@@ -215,9 +215,17 @@ class StackMachine:
         arguments_text = decision.detail.get("arguments_text")
         if not isinstance(arguments_text, str):
             arguments_text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-        errors = argument_errors(leaf.parameters, arguments)
         turns = [answer(leaf.name), self.layout.arguments_request(leaf, state.task),
                  Message("assistant", arguments_text)]
+        if not _is_json_object(arguments_text):
+            # Cut off, or not JSON at all: a misstep as it stands. Never validated against
+            # the schema: a catalog's pattern applied to arbitrary model text can stall.
+            frame.turns.extend(turns[:2])
+            self._misstep(state, frame, answer_text=arguments_text,
+                          problem=f"arguments of {leaf.name} are not a JSON object (cut off "
+                                  "or malformed)", kind="arguments")
+            return
+        errors = argument_errors(leaf.parameters, arguments)
         if errors:
             frame.turns.extend(turns[:2])
             self._misstep(state, frame, answer_text=arguments_text,
@@ -337,3 +345,10 @@ def _definition(leaf: Node) -> dict[str, Any]:
     catalog defines it (a changed schema, handler or description is another call)."""
     return {"description": leaf.description, "parameters": leaf.parameters,
             "sensitive": leaf.sensitive, "handler": leaf.handler}
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False

@@ -11,10 +11,12 @@ able to make that step fetch, loop or stall:
   `oneOf`, `not`, `if`/`then`/`else`, `dependentSchemas`) that never reaches a value: validation
   would recurse until the stack runs out (recursion through `properties` or `items` is fine:
   each step consumes part of the instance);
-- a `pattern` (or `patternProperties` key) with variable-length repetition nested under an
-  unbounded one (`(a+)+`, `(\\w+\\s?)*`): Python's `re` backtracks exponentially on a near miss
-  (`^(a+)+$` against 30 `a`s and a `!` took 109 s). Possessive quantifiers (`a++`) and atomic
-  groups (`(?>…)`) are accepted: they cannot backtrack.
+- a `pattern` (or `patternProperties` key) that repeats a variable-length part or
+  alternatives that can match the same text (`(a+)+`, `(a|a)*`, `(a{1,9}){1,9}`): Python's
+  `re` backtracks exponentially on a near miss (`^(a+)+$` against 30 `a`s and a `!` took
+  109 s, `^(a|a)*$` 1.47 s on 25 characters). Repeats are refused once the ways to match one
+  text pass `MAX_MATCH_WAYS`; possessive quantifiers (`a++`) and atomic groups (`(?>…)`) are
+  accepted: they cannot backtrack.
 
 >>> schema_hazard({"type": "object", "properties": {"x": {"$ref": "http://10.0.0.1/x.json"}}})
 "$ref 'http://10.0.0.1/x.json' at properties/x is not local: only '#…' references are allowed"
@@ -24,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import math
 import re
 
 # The parsed form of a pattern: there is no public parser (sre_parse is a deprecated alias).
@@ -188,34 +191,98 @@ def _pattern_problem(node: Mapping[str, Any], pointer: str) -> str | None:
             parsed = sre_parser.parse(pattern)
         except (re.error, RecursionError, OverflowError):
             continue  # the metaschema's regex check reports it
-        if _is_backtracking_trap(list(parsed), under_unbounded=False):
-            return (f"pattern {pattern!r} at {_where(pointer)} nests a variable repetition "
-                    "inside an unbounded one, which backtracks exponentially; use a "
-                    "possessive quantifier (a++) or an atomic group (?>…)")
+        if _is_backtracking_trap(list(parsed)):
+            return (f"pattern {pattern!r} at {_where(pointer)} repeats a variable-length "
+                    "part or overlapping alternatives, which can backtrack exponentially; "
+                    "use a possessive quantifier (a++), an atomic group (?>…), "
+                    "alternatives that start differently, or a smaller repeat count")
     return None
 
 
-def _is_backtracking_trap(items: list[Any], *, under_unbounded: bool) -> bool:
+def _is_backtracking_trap(items: list[Any], *, num_outer: float = 1) -> bool:
+    """Whether the parsed pattern can backtrack without bound. `num_outer` is how many times
+    the enclosing repeats can run the items (their max counts multiplied; inf: unbounded).
+    Inside repeats, two things multiply the ways to match one text: a variable repeat (each
+    run can take a different length: `(a{1,9}){1,9}`, `(a+)+`) and an alternation whose
+    branches can match the same text (`(a|a)*`, `(.|x)*`). Each is refused once the ways
+    reach `MAX_MATCH_WAYS`; possessive repeats and atomic groups cannot backtrack."""
     for op, av in items:
         bodies: list[Any] = []  # the parts of this item that can backtrack
-        inner_unbounded = under_unbounded
+        inner_outer = num_outer
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             low, high, body = av
-            if under_unbounded and low != high:
+            count = math.inf if high == sre.MAXREPEAT else high
+            if low != high and _too_many_ways(count - low + 1, num_outer):
                 return True
-            bodies, inner_unbounded = [body], under_unbounded or high == sre.MAXREPEAT
+            bodies, inner_outer = [body], num_outer * max(count, 1)
         elif op == sre.SUBPATTERN:
             bodies = [av[3]]
         elif op == sre.BRANCH:
-            bodies = list(av[1])
+            branches = list(av[1])
+            if _branches_overlap(branches) and _too_many_ways(len(branches), num_outer):
+                return True
+            bodies = branches
         elif op in (sre.ASSERT, sre.ASSERT_NOT):
             bodies = [av[1]]
         elif op == sre.GROUPREF_EXISTS:
             bodies = [b for b in av[1:] if b is not None]
         # POSSESSIVE_REPEAT and ATOMIC_GROUP cannot backtrack: nothing to look at inside.
-        if any(_is_backtracking_trap(list(b), under_unbounded=inner_unbounded) for b in bodies):
+        if any(_is_backtracking_trap(list(b), num_outer=inner_outer) for b in bodies):
             return True
     return False
+
+
+MAX_MATCH_WAYS = 100_000  # ways to split one text among repeats before a pattern is refused
+
+
+def _too_many_ways(num_choices: float, num_outer: float) -> bool:
+    """`num_choices` per run, over `num_outer` runs: more than MAX_MATCH_WAYS ways?"""
+    if num_outer <= 1 or num_choices <= 1:
+        return False
+    if math.isinf(num_outer) or math.isinf(num_choices):
+        return True
+    return num_outer * math.log(num_choices) > math.log(MAX_MATCH_WAYS)
+
+
+_ANY = None  # a first set that may be any character
+
+
+def _branches_overlap(branches: list[Any]) -> bool:
+    """Two alternatives could start the same way: both can match the empty text, or their
+    first characters can be the same (by a conservative reading of the parse)."""
+    firsts = [_first(list(b)) for b in branches]
+    nullable = [f for f in firsts if f[1]]
+    if len(nullable) > 1:
+        return True
+    sets = [f[0] for f in firsts if f[0] != frozenset()]
+    for i, first in enumerate(sets):
+        for other in sets[i + 1:]:
+            if first is _ANY or other is _ANY or first & other:
+                return True
+    return False
+
+
+def _first(items: list[Any]) -> tuple[frozenset[int] | None, bool]:
+    """(the characters the items can start with, or _ANY; whether they can match empty)."""
+    chars: set[int] = set()
+    for op, av in items:
+        if op == sre.LITERAL:
+            return frozenset(chars | {av}), False
+        if op == sre.AT:
+            continue  # an anchor matches no character
+        if op == sre.SUBPATTERN:
+            first, nullable = _first(list(av[3]))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            first, nullable = _first(list(av[2]))
+            nullable = nullable or av[0] == 0
+        else:  # IN, ANY, CATEGORY, NOT_LITERAL, BRANCH, …: read as "any character"
+            return _ANY, False
+        if first is _ANY:
+            return _ANY, False
+        chars |= first
+        if not nullable:
+            return frozenset(chars), False
+    return frozenset(chars), True
 
 
 def _escape(part: str) -> str:

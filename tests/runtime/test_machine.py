@@ -467,3 +467,33 @@ def test_a_confirmation_digest_approves_one_call_only() -> None:
         machine.approve(again, approved)
     assert again.pending.digest not in str(caught.value)
     assert approved not in str(caught.value)
+
+
+def test_arguments_the_router_could_not_parse_are_a_misstep_without_validation() -> None:
+    """Issue 15.5: text cut off mid-JSON came back as {"_unparsed": text} and was validated
+    against the leaf's schema while the session lock was held; a catastrophic pattern then
+    stalled the step (`^(a|a)*$` on 24 characters: over a second)."""
+    import time as clock
+
+    from stackroute.runtime.decision import Decision
+    from stackroute.runtime.tree import CapabilityTree, Node
+
+    text = "a" * 24 + "!"
+    schema = {"type": "object", "additionalProperties": {"type": "string",
+                                                          "pattern": "^(a|a)*$"}}
+    leaf = Node(name="echo", path=("echo",), description="", parameters=schema)
+    tree = CapabilityTree(Node(name="r", path=(), description="", children=(leaf,)))
+
+    class CutOff:
+        def route(self, request: Any) -> Decision:
+            return Decision(choice="echo", arguments={"_unparsed": text},
+                            detail={"arguments_text": text})
+
+    machine = StackMachine(tree, CutOff())
+    state = machine.start("echo", run_id="u")
+    started = clock.perf_counter()
+    machine.step(state)
+    assert clock.perf_counter() - started < 0.5
+    [misstep] = [e for e in state.trace if e.kind.value == "misstep"]
+    assert misstep.error is not None and "not a JSON object" in misstep.error
+    assert state.pending is None
