@@ -46,6 +46,7 @@ from stackroute.server.embeddings.leaf_index import Aggregate, Evidence, Evidenc
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.calibration import calibration_file, write_calibration
 from stackroute.server.routing.contrast import NeutralContrast
+from stackroute.server.routing.finish import request_parts
 from stackroute.server.routing.prior import menu_prior
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import evidence_for_tree
@@ -251,6 +252,67 @@ def done_gap_threshold(evidence: EvidenceSource, queries: Sequence[Query],
             "accuracy": round(best_right / max(len(cases), 1), 4)}
 
 
+def finish_threshold(sets: Sequence[Dataset], evidence: dict[str, EvidenceSource],
+                     ) -> dict[str, Any]:
+    """`finish_part_score`: the lowest decile of the best-leaf scores of request parts that
+    ask for a gold leaf (noisy-two-step dev: asks among distractor sentences), so that nine
+    in ten real asks count and most distractors do not. Embeddings only."""
+    asks: list[float] = []
+    others: list[float] = []
+    for dev in sets:
+        for q in dev.queries:
+            if len(q.gold) < 2:
+                continue
+            for part in request_parts(q.query):
+                leaf, score = evidence[dev.name].for_request(part).best()
+                (asks if leaf in q.gold else others).append(score)
+    if not asks:
+        return {"finish_part_score": RecoveryOptions().finish_part_score, "num_asks": 0}
+    threshold = round(_quantile(asks, 0.1), 3)
+    return {"finish_part_score": threshold, "num_asks": len(asks), "num_others": len(others),
+            "others_above": round(sum(s >= threshold for s in others) / max(len(others), 1),
+                                  4)}
+
+
+def thresholds_only(model: str, out: Path | None, *, sizes: Sequence[int], max_queries: int,
+                    seal_single: int, seal_offset: int, done_queries: int) -> int:
+    """Recompute the model-free thresholds (out of scope, fallback, backtracking, done,
+    finish) for the current evidence, keeping the model's calibrated weights: what a change to
+    the evidence (not to the model) needs. Minutes, not the model's hour."""
+    from stackroute.server.embeddings.embedder import shared_embedder
+    from stackroute.server.routing.calibration import load_recovery_options
+
+    embedder = shared_embedder()
+    sets = dev_sets(sizes, seal_single=seal_single, seal_multi=0, max_queries=max_queries,
+                    seal_offset=seal_offset)
+    sets += [generated_dataset("noisy-two-step", 32, seed=DEV_SEED, limit=max_queries)]
+    evidence = {dev.name: evidence_for_tree(dev.tree, embedder) for dev in sets}
+    thresholds = score_thresholds([d for d in sets if not d.name.startswith("noisy")],
+                                  evidence)
+    seal = next((d for d in sets if d.name == "seal-tools-dev"), None)
+    if seal is not None:
+        stop_queries = seal_queries(SEAL_DIR / "dev.queries.jsonl", single=done_queries,
+                                    multi=done_queries, offset=seal_offset)
+        thresholds["stop"] = done_gap_threshold(evidence[seal.name], stop_queries,
+                                                thresholds["out_of_scope_score"])
+    thresholds["finish"] = finish_threshold(sets, evidence)
+    path = out or calibration_file(model)
+    previous = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    options = replace(
+        load_recovery_options(model, directory=path.parent),
+        out_of_scope_score=thresholds["out_of_scope_score"],
+        fallback_min_score=thresholds["out_of_scope_score"],
+        backtrack_gap=thresholds["backtrack_gap"],
+        done_gap=thresholds.get("stop", {}).get("done_gap", RecoveryOptions().done_gap),
+        finish_part_score=thresholds["finish"]["finish_part_score"])
+    measured = {**previous.get("measured", {}), "thresholds": thresholds,
+                "thresholds_dev": {d.name: len(d.queries) for d in sets}}
+    write_calibration(path, model=model, options=options, measured=measured)
+    print(json.dumps({"file": str(path), "options": options.to_dict(),
+                      "thresholds": thresholds}, indent=1))
+    return 0
+
+
 def confidence_auroc(records: Sequence[MenuRecord]) -> float:
     """How well the model's own top probability tells right from wrong picks (0.5: not at
     all): the case for (or against) a confidence threshold for backtracking."""
@@ -305,8 +367,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch threads (1 is fastest on a shared 2-core machine)")
     parser.add_argument("--out", type=Path, default=None, help="calibration JSON path")
     parser.add_argument("--records", type=Path, default=None, help="write decisions as JSONL")
+    parser.add_argument("--thresholds-only", action="store_true",
+                        help="recompute the model-free thresholds for the current evidence "
+                        "and keep the calibrated weights (no model calls)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.thresholds_only:
+        from stackroute.server.engines.model_store import DEFAULT_GGUF_FILENAME
+
+        model = args.model or DEFAULT_GGUF_FILENAME.removesuffix(".gguf")
+        return thresholds_only(model, args.out, sizes=args.sizes,
+                               max_queries=args.max_queries, seal_single=args.seal_single,
+                               seal_offset=args.seal_offset, done_queries=args.done_queries)
 
     from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine

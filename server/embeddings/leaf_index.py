@@ -1,11 +1,21 @@
-"""Leaf evidence: how well each leaf's description matches a request, by sentence embeddings,
-and that match propagated up the capability tree (a router is as good as its subtree).
+"""Leaf evidence: how well each leaf matches a request, and that match propagated up the
+capability tree (a router is as good as its subtree).
 
-The index embeds every leaf once per catalog (name split into words, then the description)
-and caches the vectors on disk under the stackroute cache dir, keyed by a hash of the exact
-texts and the embedding model, so a catalog loads its index in milliseconds the second time.
-Leaves are kept in depth-first order, so every subtree is one contiguous span of rows and a
-router's score is a reduction over `scores[start:end]`.
+A leaf's score mixes two signals, as production tool search does:
+- dense: cosine between the request's sentence embedding and the leaf's text (name split into
+  words, the description, the parameters' names and descriptions), or any of the leaf's
+  `examples` (FORMAT.md: requests it serves), whichever is closest;
+- lexical: BM25 over the same words (`lexical.py`), normalised to [0, 1] per request.
+`score = (1 - lexical_weight) * dense + lexical_weight * lexical`. On Seal-Tools dev
+(200 single-tool queries) the right leaf ranks first for 0.775 of requests by dense on name and
+description alone, 0.795 with the parameters' text, and 0.925 mixed at 0.5 (top-5: 0.915 →
+0.980); on semantic-overlap-64 dev 0.895 → 0.982.
+
+The index embeds every leaf once per catalog and caches the vectors on disk under the
+stackroute cache dir, keyed by a hash of the exact texts and the embedding model, so a catalog
+loads its index in milliseconds the second time. Leaves are kept in depth-first order, so
+every subtree is one contiguous span of rows and a router's score is a reduction over
+`scores[start:end]`.
 
 >>> import numpy as np
 >>> index = LeafIndex(paths=("r/a", "r/b"), report_paths=("r/a", "r/b"),
@@ -32,10 +42,12 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.server.embeddings.lexical import Bm25Index
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION = 2  # 2: parameters' text, examples
+DEFAULT_LEXICAL_WEIGHT = 0.5  # measured on the dev splits (module docstring)
 _WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 
 
@@ -55,14 +67,36 @@ class TextEmbedder(Protocol):
 
 
 def leaf_text(leaf: Node) -> str:
-    """What a leaf is embedded as: its name split into words, then its description.
+    """What a leaf is embedded as: its name split into words, its description, then its
+    parameters' names and descriptions.
 
     >>> leaf_text(Node("getWaterQuality", ("x",), "Water quality of a lake."))
     'get water quality: Water quality of a lake.'
+    >>> leaf_text(Node("send", ("send",), "Send money.", parameters={"properties": {
+    ...     "payee_name": {"type": "string", "description": "who gets it"}, "amount": {}}}))
+    'send: Send money.; arguments: payee name (who gets it), amount'
     """
     words = " ".join(w.lower() for w in _WORD_BREAK.split(leaf.name) if w)
     description = " ".join(leaf.description.split())
-    return f"{words}: {description}" if description else words
+    text = f"{words}: {description}" if description else words
+    properties = (leaf.parameters or {}).get("properties")
+    if isinstance(properties, Mapping) and properties:
+        described = []
+        for name, schema in properties.items():
+            about = schema.get("description") if isinstance(schema, Mapping) else None
+            label = " ".join(w.lower() for w in _WORD_BREAK.split(str(name)) if w)
+            described.append(f"{label} ({' '.join(about.split())})"
+                             if isinstance(about, str) and about.strip() else label)
+        text += "; arguments: " + ", ".join(described)
+    return text
+
+
+def leaf_examples(leaf: Node) -> list[str]:
+    """The catalog's example requests for a leaf (FORMAT.md `examples`), if any."""
+    examples = leaf.metadata.get("examples")
+    if not isinstance(examples, list):
+        return []
+    return [" ".join(e.split()) for e in examples if isinstance(e, str) and e.strip()]
 
 
 @dataclass(frozen=True)
@@ -78,30 +112,56 @@ class LeafIndex:
     report_paths: tuple[str, ...]
     vectors: NDArray[np.float32]  # [num_leaves, dim], unit rows
     spans: Mapping[str, tuple[int, int]]
+    example_vectors: NDArray[np.float32] | None = None  # [num_examples, dim], unit rows
+    example_rows: NDArray[np.int64] | None = None  # [num_examples]: each one's leaf row
+    lexical: Bm25Index | None = None
+    lexical_weight: float = 0.0
 
     @classmethod
     def from_tree(cls, tree: CapabilityTree, embedder: TextEmbedder, *, model_id: str,
-                  cache_dir: Path | None = None) -> LeafIndex:
-        """Embed `tree`'s leaves, or read them back from `cache_dir` when the texts and model
-        are unchanged."""
+                  cache_dir: Path | None = None,
+                  lexical_weight: float = DEFAULT_LEXICAL_WEIGHT) -> LeafIndex:
+        """Embed `tree`'s leaves and their examples, or read them back from `cache_dir` when
+        the texts and model are unchanged; index their words for BM25."""
         leaves, spans = _depth_first(tree.root)
         texts = [leaf_text(leaf) for leaf in leaves]
-        digest = _digest(model_id, [leaf.path_str for leaf in leaves], texts)
-        vectors = _read_cached(cache_dir, digest, len(leaves))
+        examples = [(row, e) for row, leaf in enumerate(leaves) for e in leaf_examples(leaf)]
+        all_texts = texts + [e for _, e in examples]
+        digest = _digest(model_id, [leaf.path_str for leaf in leaves]
+                         + [f"{leaves[row].path_str}#example" for row, _ in examples], all_texts)
+        vectors = _read_cached(cache_dir, digest, len(all_texts))
         if vectors is None:
-            vectors = embedder.embed(texts).astype(np.float32)
+            vectors = embedder.embed(all_texts).astype(np.float32)
             _write_cached(cache_dir, digest, vectors)
         report = tuple(_report_path(leaf) for leaf in leaves)
+        lexical = None
+        if lexical_weight > 0:
+            words = [" ".join([text, *leaf_examples(leaf)])
+                     for text, leaf in zip(texts, leaves, strict=True)]
+            lexical = Bm25Index.from_texts(words)
         return cls(paths=tuple(leaf.path_str for leaf in leaves), report_paths=report,
-                   vectors=vectors, spans=spans)
+                   vectors=vectors[:len(leaves)], spans=spans,
+                   example_vectors=vectors[len(leaves):] if examples else None,
+                   example_rows=np.array([row for row, _ in examples], dtype=np.int64)
+                   if examples else None,
+                   lexical=lexical, lexical_weight=lexical_weight if lexical else 0.0)
 
     @property
     def num_leaves(self) -> int:
         return len(self.paths)
 
-    def evidence(self, query_vector: NDArray[np.float32]) -> Evidence:
-        """Cosine scores of every leaf for one embedded request `[dim]`."""
-        return Evidence(index=self, scores=self.vectors @ query_vector.astype(np.float32))
+    def evidence(self, query_vector: NDArray[np.float32], request: str = "") -> Evidence:
+        """Every leaf's score for one request: its embedding `[dim]` and, for the lexical
+        part, its text."""
+        query = query_vector.astype(np.float32)
+        dense = self.vectors @ query  # [num_leaves]
+        if self.example_vectors is not None and self.example_rows is not None:
+            np.maximum.at(dense, self.example_rows, self.example_vectors @ query)
+        if self.lexical is None or not request:
+            return Evidence(index=self, scores=dense)
+        weight = np.float32(self.lexical_weight)
+        scores = (1 - weight) * dense + weight * self.lexical.scores(request)
+        return Evidence(index=self, scores=scores.astype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -173,7 +233,7 @@ class EvidenceSource:
                 self._vectors.popitem(last=False)
         else:
             self._vectors.move_to_end(text)
-        return self.index.evidence(vector)
+        return self.index.evidence(vector, text)
 
 
 def _reduce(scores: NDArray[np.float32], aggregate: Aggregate, temperature: float) -> float:

@@ -1,0 +1,197 @@
+"""The routing policies side by side (issue 14's table): the paper's flat baseline and plain
+hierarchy, the guided policy users get by default, and the evidence it uses on its own.
+
+    python -m stackroute.bench.policy_bench [--sizes 16 32 64] [--limit 24]
+        [--seal 100] [--out bench/out/policy] [--smoke]
+
+Rows, one model (the engine's) and one process:
+- `flat`: every leaf in one menu, the model's choice alone (the paper's baseline);
+- `plain`: the hierarchy, the model's choice alone (the paper);
+- `guided`: what `stackroute run` does by default (`router_options` for the model: the
+  calibration's evidence prior and recovery, the finish rule);
+- `evidence alone`: the best leaf by the very evidence `guided` uses, called when it scores at
+  least the calibration's `out_of_scope_score` (no model);
+- `MiniLM alone`: the same with cosine on the leaf's name and description only (today's
+  floor; identical to `evidence alone` while the evidence is MiniLM on that text).
+Suites: semantic-overlap 16/32/64, noisy-two-step and clean-semantic at 32 (report seed 0; the
+calibration used seed 1), Seal-Tools `test` and `test-ood` single-tool queries (the tree
+catalog, descriptions cut to 120 characters so the 146-option root menu fits the context;
+flat cannot fit 4,076 leaves and is skipped there). Queries run one at a time through every
+row (query-major). Writes `results.json` and `queries.jsonl` under `--out`, prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stackroute.bench.datasets import (
+    SEAL_DESCRIPTION_CHARS,
+    SEAL_DIR,
+    Dataset,
+    generated_dataset,
+    seal_queries,
+)
+from stackroute.bench.environment import engine_environment, git_state
+from stackroute.bench.robust_bench import Outcome, run_one
+from stackroute.runtime.catalog import load_catalog
+from stackroute.runtime.prompt import PromptStyle
+from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.routing.calibration import router_options
+from stackroute.server.routing.options import Policy, RouterOptions
+from stackroute.server.routing.router import build_machine, evidence_for_tree
+from stackroute.server.tools.evaluate import EvalSummary, Query
+
+log = logging.getLogger(__name__)
+
+REPORT_SEED = 0
+MODEL_ROWS = ("flat", "plain", "guided")
+EVIDENCE_ROWS = ("evidence alone", "MiniLM alone")
+
+
+def suites(sizes: Sequence[int], *, limit: int, seal: int) -> list[Dataset]:
+    out = [generated_dataset("semantic-overlap", size, seed=REPORT_SEED, limit=limit)
+           for size in sizes]
+    out += [generated_dataset(suite, 32, seed=REPORT_SEED, limit=limit)
+            for suite in ("noisy-two-step", "clean-semantic")]
+    if seal and (SEAL_DIR / "test.queries.jsonl").is_file():
+        tree = load_catalog(SEAL_DIR / "seal-tools.catalog.json")
+        style = PromptStyle(max_description_chars=SEAL_DESCRIPTION_CHARS)
+        for split in ("test", "test-ood"):
+            queries = seal_queries(SEAL_DIR / f"{split}.queries.jsonl", single=seal, multi=0)
+            out.append(Dataset(f"seal-tools-{split}", tree, queries, style))
+    return out
+
+
+def evidence_alone(evidence: EvidenceSource, query: Query, threshold: float) -> bool:
+    best, score = evidence.for_request(query.query).best()
+    report = evidence.index.report_paths[evidence.index.paths.index(best)]
+    return ((report,) if score >= threshold else ()) == query.gold
+
+
+def summarize(outcomes: Sequence[Outcome], queries: Sequence[Query]) -> dict[str, Any]:
+    summary = EvalSummary(results=[o.result for o in outcomes]).to_dict()
+    out_of_scope = [o.result.is_success for o, q in zip(outcomes, queries, strict=True)
+                    if "out-of-scope" in q.tags]
+    walls = [o.wall_ms for o in outcomes]
+    calls = [o.result.usage.get("model_calls", 0) for o in outcomes]
+    single = [o.result.usage.get("model_calls", 0) for o, q in zip(outcomes, queries,
+                                                                   strict=True)
+              if len(q.gold) == 1]
+    return {"success": summary["success"], "args_success": summary["args_success"],
+            "out_of_scope_done": sum(out_of_scope) / len(out_of_scope) if out_of_scope
+            else None,
+            "model_calls_mean": statistics.fmean(calls) if calls else 0.0,
+            "model_calls_single_p50": statistics.median(single) if single else None,
+            "model_calls_single_p95": _p95(single) if single else None,
+            "prefill_tokens_mean": summary["prefill_tokens_mean"],
+            "wall_ms_p50": statistics.median(walls) if walls else 0.0,
+            "errors": sum(o.result.outcome == "error" for o in outcomes)}
+
+
+def _p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions,
+                out_queries: Any, *, max_argument_tokens: int) -> dict[str, Any]:
+    evidence = evidence_for_tree(data.tree, embedder)
+    is_seal = data.name.startswith("seal-tools")
+    rows = [r for r in MODEL_ROWS if not (is_seal and r == "flat")]
+    plain = RouterOptions(max_argument_tokens=max_argument_tokens)
+    options = {"flat": plain, "plain": plain,
+               "guided": RouterOptions(recovery=guided.recovery,
+                                       calibration=guided.calibration,
+                                       max_argument_tokens=max_argument_tokens)}
+    machines = {r: build_machine(data.tree, engine, is_flat=r == "flat", options=options[r],
+                                 evidence=None if r == "flat" else evidence, style=data.style)
+                for r in rows}
+    threshold = guided.recovery.out_of_scope_score if guided.recovery else 0.0
+    outcomes: dict[str, list[Outcome]] = {r: [] for r in rows}
+    alone: list[bool] = []
+    for n, query in enumerate(data.queries, 1):
+        alone.append(evidence_alone(evidence, query, threshold))
+        for r in rows:
+            outcome = run_one(machines[r], data.tree, query)
+            outcomes[r].append(outcome)
+            out_queries.write(json.dumps({"dataset": data.name, "row": r,
+                                          **outcome.result.to_dict(),
+                                          "wall_ms": round(outcome.wall_ms, 1)}) + "\n")
+            out_queries.flush()
+        log.info("%s %d/%d: %s evidence=%d", data.name, n, len(data.queries),
+                 " ".join(f"{r}={int(outcomes[r][-1].result.is_success)}" for r in rows),
+                 alone[-1])
+    table = {r: summarize(outcomes[r], data.queries) for r in rows}
+    for r in EVIDENCE_ROWS:
+        table[r] = {"success": sum(alone) / max(len(alone), 1), "model_calls_mean": 0.0}
+    return {"num_queries": len(data.queries), "rows": table}
+
+
+def print_table(results: dict[str, Any]) -> None:
+    head = (f"{'suite':<26}{'row':<16}{'success':>8}{'args':>7}{'oos':>6}{'calls':>7}"
+            f"{'1-tool p50/p95':>16}{'prefill':>9}{'p50 ms':>9}")
+    print(head)
+    for name, data in results["suites"].items():
+        for row, s in data["rows"].items():
+            def num(key: str, fmt: str, s: dict[str, Any] = s) -> str:
+                value = s.get(key)
+                return "-" if value is None else format(value, fmt)
+            single = "-" if s.get("model_calls_single_p50") is None else \
+                f"{s['model_calls_single_p50']:g}/{s['model_calls_single_p95']:g}"
+            print(f"{name:<26}{row:<16}{num('success', '.3f'):>8}"
+                  f"{num('args_success', '.3f'):>7}{num('out_of_scope_done', '.2f'):>6}"
+                  f"{num('model_calls_mean', '.2f'):>7}{single:>16}"
+                  f"{num('prefill_tokens_mean', '.0f'):>9}{num('wall_ms_p50', '.0f'):>9}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 32, 64])
+    parser.add_argument("--limit", type=int, default=24, help="queries per generated suite")
+    parser.add_argument("--seal", type=int, default=100,
+                        help="single-tool queries per Seal-Tools split (0: none)")
+    parser.add_argument("--max-argument-tokens", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/policy"))
+    parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.smoke:
+        args.sizes, args.limit, args.seal = [16], 3, 0
+    from stackroute.server.embeddings.embedder import shared_embedder
+    from stackroute.server.engines.registry import create_engine
+
+    started = time.time()
+    git = git_state()
+    engine = create_engine("transformers")
+    guided = router_options(engine.info.model, policy=Policy.GUIDED)
+    embedder = shared_embedder()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data_sets = suites(args.sizes, limit=args.limit, seal=args.seal)
+    if args.smoke:
+        data_sets = data_sets[:1]
+    results: dict[str, Any] = {"environment": engine_environment(engine, git=git),
+                               "command": " ".join(["policy_bench", *(argv or [])]),
+                               "guided": guided.describe(),
+                               "guided_options": guided.recovery.to_dict()
+                               if guided.recovery else None, "suites": {}}
+    with open(args.out / "queries.jsonl", "w", encoding="utf-8") as out_queries:
+        for data in data_sets:
+            results["suites"][data.name] = run_dataset(
+                engine, embedder, data, guided, out_queries,
+                max_argument_tokens=args.max_argument_tokens)
+            (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    results["seconds"] = round(time.time() - started, 1)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

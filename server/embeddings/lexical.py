@@ -1,0 +1,103 @@
+"""Lexical evidence: BM25 over each leaf's words (name, description, parameter names and their
+descriptions, examples), as production tool search does beside dense vectors.
+
+Scores are normalised per request to [0, 1]: a leaf's BM25 divided by the most any document
+could score for this request (every request word present, saturated: `idf * (k1 + 1)` each).
+A request that shares no informative word with the catalog scores about 0 everywhere, so the
+normalised score can be mixed with cosine similarity under one set of thresholds.
+
+>>> index = Bm25Index.from_texts(["send money to a person", "pay a utility bill"])
+>>> [round(float(s), 3) for s in index.scores("send money to Asha")]
+[0.303, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Words every request and tool shares; they only add noise to the overlap.
+STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "i", "in",
+    "is", "it", "me", "my", "of", "on", "or", "please", "the", "this", "to", "with", "you",
+    "your", "want", "would", "like", "need", "could",
+))
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words of `text`, camelCase and snake_case split, stop words dropped,
+    plurals folded (`payments` → `payment`)."""
+    words = _TOKEN.findall(_CAMEL.sub(" ", text).lower())
+    return [_fold(w) for w in words if w not in STOP_WORDS]
+
+
+def _fold(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+@dataclass(frozen=True)
+class Bm25Index:
+    """Postings (word → documents holding it, with counts) and the statistics BM25 needs."""
+
+    postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float32]]]  # rows, counts
+    norms: NDArray[np.float32]  # [num_docs]: k1 * (1 - b + b * length / mean length)
+    idf: dict[str, float]
+    unknown_idf: float  # what a word no document holds counts in a request's ceiling
+    k1: float = 1.2
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], *, k1: float = 1.2,
+                   b: float = 0.75) -> Bm25Index:
+        freqs = [Counter(tokens(t)) for t in texts]
+        num_docs = max(len(freqs), 1)
+        rows: dict[str, list[int]] = {}
+        counts: dict[str, list[float]] = {}
+        for row, tf in enumerate(freqs):
+            for word, count in tf.items():
+                rows.setdefault(word, []).append(row)
+                counts.setdefault(word, []).append(count)
+        # BM25+'s non-negative idf: a word in every document still counts a little.
+        idf = {w: math.log(1.0 + (num_docs - len(r) + 0.5) / (len(r) + 0.5))
+               for w, r in rows.items()}
+        lengths = np.array([sum(tf.values()) for tf in freqs], dtype=np.float32)
+        mean_length = float(lengths.mean()) if lengths.size and lengths.mean() > 0 else 1.0
+        postings = {w: (np.array(rows[w], dtype=np.int64), np.array(counts[w], np.float32))
+                    for w in rows}
+        return cls(postings=postings, norms=k1 * (1 - b + b * lengths / mean_length),
+                   idf=idf, unknown_idf=float(np.mean(list(idf.values()))) if idf else 1.0,
+                   k1=k1)
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.norms.shape[0])
+
+    def scores(self, request: str) -> NDArray[np.float32]:
+        """Every document's BM25 for `request`, over its best possible score: `[num_docs]`
+        in [0, 1]. Request words no document holds count in that ceiling (at the mean idf),
+        so a request about something else scores near 0 everywhere; numbers and identifiers
+        (words with digits) are values, not evidence, and are left out."""
+        values = (w for w in request.split() if not any(c.isdigit() for c in w))
+        words = list(dict.fromkeys(tokens(" ".join(values))))
+        out = np.zeros(self.num_docs, dtype=np.float32)
+        ceiling = sum(self.idf.get(w, self.unknown_idf) for w in words) * (self.k1 + 1)
+        if ceiling <= 0:
+            return out
+        for word in words:
+            posting = self.postings.get(word)
+            if posting is None:
+                continue
+            rows, counts = posting
+            out[rows] += self.idf[word] * counts * (self.k1 + 1) / (counts + self.norms[rows])
+        return out / np.float32(ceiling)

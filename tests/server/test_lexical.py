@@ -1,0 +1,89 @@
+"""Lexical evidence (embeddings/lexical.py) and the hybrid leaf score (leaf_index.py): tables of
+inputs and exact outputs, no model; and every doctest of the evidence and routing modules."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+from recovery_kit import WordEmbedder
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.embeddings import leaf_index as leaf_index_module
+from stackroute.server.embeddings.leaf_index import LeafIndex
+from stackroute.server.embeddings.lexical import Bm25Index, tokens
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("Send money to Asha", ["send", "money", "asha"]),
+    ("getWaterQuality of lakes", ["get", "water", "quality", "lake"]),
+    ("pay_utility_bills, please!", ["pay", "utility", "bill"]),
+    ("the policies", ["policy"]),
+    ("glass class", ["glass", "class"]),
+])
+def test_tokens(text: str, words: list[str]) -> None:
+    assert tokens(text) == words
+
+
+def test_bm25_prefers_rare_shared_words_and_ignores_values() -> None:
+    index = Bm25Index.from_texts(["send money to a person", "pay a bill with money",
+                                  "weather forecast for a city"])
+    send = index.scores("send money")
+    assert send.argmax() == 0 and send[2] == 0.0
+    assert float(send[0]) == pytest.approx(float(index.scores("send money 500 ID-77")[0]))
+    assert np.all(index.scores("quantum chromodynamics") == 0.0)
+    assert np.all((0.0 <= send) & (send <= 1.0))
+
+
+def test_one_exact_word_scores_one_over_one_plus_k1() -> None:
+    """The ceiling is BM25's saturation (a word repeated without end); one occurrence in a
+    document of average length reaches 1 / (1 + k1) of it."""
+    index = Bm25Index.from_texts(["forecast", "bill"])
+    assert float(index.scores("forecast")[0]) == pytest.approx(1 / 2.2)
+
+
+CATALOG = {"name": "r", "children": [
+    {"name": "pay_bill", "description": "Pay a utility bill.",
+     "parameters": {"type": "object", "properties": {
+         "biller": {"type": "string", "description": "electricity or water company"}}}},
+    {"name": "send_money", "description": "Send money to a person.",
+     "examples": ["wire cash to grandma"]},
+]}
+
+
+def test_examples_count_as_evidence_for_their_leaf() -> None:
+    tree = build_tree(CATALOG)
+    plain = LeafIndex.from_tree(tree, WordEmbedder(), model_id="w", lexical_weight=0.0)
+    assert plain.example_rows is not None and plain.example_rows.tolist() == [1]
+    embedder = WordEmbedder()
+    evidence = plain.evidence(embedder.embed(["wire cash to grandma"])[0])
+    assert evidence.best()[0] == "send_money"
+    assert evidence.scores[1] == pytest.approx(1.0)
+
+
+def test_parameters_text_and_the_lexical_mix() -> None:
+    tree = build_tree(CATALOG)
+    embedder = WordEmbedder()
+    mixed = LeafIndex.from_tree(tree, embedder, model_id="w", lexical_weight=0.5)
+    query = "the electricity company"
+    vector = embedder.embed([query])[0]
+    dense = mixed.vectors @ vector
+    lexical = mixed.lexical.scores(query) if mixed.lexical is not None else None
+    assert lexical is not None and lexical[0] > 0 and dense[0] > 0  # the parameter's words
+    assert mixed.evidence(vector, query).scores == pytest.approx(0.5 * dense + 0.5 * lexical)
+    assert mixed.evidence(vector).scores == pytest.approx(dense)  # no text: dense only
+
+
+@pytest.mark.parametrize("package", ["stackroute.server.embeddings",
+                                     "stackroute.server.routing"])
+def test_doctests(package: str) -> None:
+    root = importlib.import_module(package)
+    attempted = 0
+    for info in pkgutil.iter_modules(root.__path__):
+        result = doctest.testmod(importlib.import_module(f"{package}.{info.name}"))
+        assert result.failed == 0, info.name
+        attempted += result.attempted
+    assert attempted > 0
+    assert leaf_index_module.DEFAULT_LEXICAL_WEIGHT == 0.5
