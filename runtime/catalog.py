@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 from stackroute.runtime.errors import CatalogError, Problem
+from stackroute.runtime.grammar_budget import schema_budget_problem
 from stackroute.runtime.schema_hazards import schema_hazard
 from stackroute.runtime.schemas import schema_error
 from stackroute.runtime.tree import CapabilityTree, Node
@@ -273,7 +274,8 @@ class _Builder:
             key = ""
         if not key or key not in self._schema_problems:
             error = schema_error(schema)
-            hazard = None if error is not None else schema_hazard(schema)
+            hazard = None if error is not None else (
+                schema_hazard(schema) or schema_budget_problem(schema))
             self._schema_problems[key] = (
                 f"invalid JSON Schema {error}" if error is not None
                 else None if hazard is None else f"unsafe 'parameters' schema: {hazard}")

@@ -9,16 +9,12 @@ no token-by-token interface yet, so the first chunk arrives with the whole answe
 
 from __future__ import annotations
 
-import json
-import math
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -30,10 +26,11 @@ from stackroute.server.engines.base import (
     Generation,
     PromptInput,
     SamplingOptions,
-    TokenLogprob,
 )
+from stackroute.server.http import openai_views as views
 from stackroute.server.http.app_state import AppState, get_state
 from stackroute.server.http.errors import InvalidParameterError, error_responses
+from stackroute.server.http.openai_constraints import request_constraint
 from stackroute.server.http.openai_schemas import (
     MAX_PROMPTS,
     MAX_STOP_STRINGS,
@@ -41,25 +38,15 @@ from stackroute.server.http.openai_schemas import (
     ChatChoice,
     ChatCompletion,
     ChatCompletionRequest,
-    ChatLogprobs,
     ChatMessage,
     Completion,
     CompletionChoice,
-    CompletionLogprobs,
     CompletionRequest,
-    CompletionUsage,
-    FinishReason,
     ModelCard,
     ModelList,
-    PromptTokensDetails,
-    ResponseFormatJsonObject,
-    ResponseFormatJsonSchema,
-    TokenLogprobOut,
-    TopLogprob,
 )
 from stackroute.server.service.engine_queue import EngineQueue
 
-MIN_LOGPROB = -9999.0  # JSON has no -inf; a masked-out token reports this instead
 _STARTED_AT = int(time.time())
 
 
@@ -110,7 +97,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     _check_max_tokens(max_tokens, state.settings.max_output_tokens,
                       "max_completion_tokens" if body.max_completion_tokens else "max_tokens")
     top = (body.top_logprobs or 0) if body.logprobs else None
-    constraint = _constraint(body, state.settings.max_menu_options)
+    constraint = request_constraint(body, state.settings.max_menu_options)
     sampling = _sampling(body, max_tokens=max_tokens, top_logprobs=top)
     prompt = Prompt(tuple(_message(m) for m in body.messages))
     generations = await _generate(state, [prompt], constraint, sampling, endpoint="chat")
@@ -118,11 +105,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     completion = ChatCompletion(
         id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
         choices=[ChatChoice(index=0, message=AssistantMessage(content=gen.text),
-                            logprobs=_chat_logprobs(gen, top), finish_reason=_finish(gen))],
-        usage=_usage(gen.usage))
+                            logprobs=views.chat_logprobs(gen, top),
+                            finish_reason=views.finish(gen))],
+        usage=views.usage(gen.usage))
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return _sse(_chat_chunks(completion, include_usage))
+        return views.sse(views.chat_chunks(completion, include_usage))
     return completion
 
 
@@ -137,20 +125,20 @@ async def completions(body: CompletionRequest, request: Request) -> Any:
         raise InvalidParameterError(f"prompt: send 1 to {MAX_PROMPTS} prompts; got "
                                     f"{len(prompts)}", param="prompt")
     _check_max_tokens(body.max_tokens or 16, state.settings.max_output_tokens, "max_tokens")
-    constraint = _constraint(body, state.settings.max_menu_options)
+    constraint = request_constraint(body, state.settings.max_menu_options)
     sampling = _sampling(body, max_tokens=body.max_tokens or 16, top_logprobs=body.logprobs)
     generations = await _generate(state, list(prompts), constraint, sampling,
                                   endpoint="completions")
     total = sum((g.usage for g in generations), Usage())
     completion = Completion(
         id=f"cmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
-        choices=[CompletionChoice(index=i, text=g.text, finish_reason=_finish(g),
-                                  logprobs=_completion_logprobs(g, body.logprobs))
+        choices=[CompletionChoice(index=i, text=g.text, finish_reason=views.finish(g),
+                                  logprobs=views.completion_logprobs(g, body.logprobs))
                  for i, g in enumerate(generations)],
-        usage=_usage(total))
+        usage=views.usage(total))
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return _sse(_completion_chunks(completion, include_usage))
+        return views.sse(views.completion_chunks(completion, include_usage))
     return completion
 
 
@@ -183,64 +171,6 @@ def _check_common(body: ChatCompletionRequest | CompletionRequest) -> None:
     if len(stops) > MAX_STOP_STRINGS or any(not s for s in stops):
         raise InvalidParameterError(f"stop: up to {MAX_STOP_STRINGS} non-empty strings",
                                     param="stop")
-
-
-def _constraint(body: ChatCompletionRequest | CompletionRequest,
-                max_menu_options: int) -> Constraint | None:
-    """The one constraint a request asks for, from `structured_outputs` or `response_format`."""
-    structured = body.structured_outputs
-    fmt = body.response_format
-    is_format_constrained = isinstance(fmt, ResponseFormatJsonObject | ResponseFormatJsonSchema)
-    if structured is not None and is_format_constrained:
-        raise InvalidParameterError("send structured_outputs or a json response_format, not "
-                                    "both", param="response_format")
-    if structured is not None:
-        kinds = [k for k, v in (("choice", structured.choice), ("json", structured.json_schema),
-                                ("regex", structured.regex)) if v is not None]
-        if len(kinds) != 1:
-            raise InvalidParameterError(
-                "structured_outputs needs exactly one of choice, json, regex; got "
-                f"{', '.join(kinds) or 'none'}", param="structured_outputs")
-        if structured.choice is not None:
-            return Constraint.choice(_checked_choices(structured.choice, max_menu_options))
-        if structured.regex is not None:
-            return Constraint.regex(structured.regex)
-        return Constraint.json(_schema_object(structured.json_schema, "structured_outputs.json"))
-    if isinstance(fmt, ResponseFormatJsonSchema):
-        return Constraint.json(fmt.json_schema.json_schema)
-    if isinstance(fmt, ResponseFormatJsonObject):
-        return Constraint.json({"type": "object"})
-    return None
-
-
-def _checked_choices(choices: Sequence[str], max_options: int) -> list[str]:
-    param = "structured_outputs.choice"
-    if not choices:
-        raise InvalidParameterError("structured_outputs.choice is empty; list at least one "
-                                    "option", param=param)
-    if len(choices) > max_options:
-        raise InvalidParameterError(f"structured_outputs.choice has {len(choices)} options; "
-                                    f"the limit is {max_options}", param=param)
-    if len(set(choices)) != len(choices):
-        raise InvalidParameterError("structured_outputs.choice has duplicate options",
-                                    param=param)
-    for option in choices:
-        if not option or option[0].isspace():
-            raise InvalidParameterError(f"structured_outputs.choice option {option!r} is empty "
-                                        "or starts with whitespace", param=param)
-    return list(choices)
-
-
-def _schema_object(schema: dict[str, Any] | str | None, param: str) -> dict[str, Any]:
-    if isinstance(schema, dict):
-        return schema
-    try:
-        parsed = json.loads(schema or "")
-    except ValueError as error:
-        raise InvalidParameterError(f"{param} is not valid JSON: {error}", param=param) from None
-    if not isinstance(parsed, dict):
-        raise InvalidParameterError(f"{param} must be a JSON object", param=param)
-    return parsed
 
 
 def _sampling(body: ChatCompletionRequest | CompletionRequest, *, max_tokens: int,
@@ -302,99 +232,3 @@ def _generate_one(engine: Engine, prompt: PromptInput, constraint: Constraint | 
 def _model_card(engine: Engine) -> ModelCard:
     return ModelCard(id=engine.info.model, created=_STARTED_AT,
                      max_model_len=engine.info.max_context_tokens)
-
-
-def _finish(gen: Generation) -> FinishReason:
-    return "length" if gen.finish_reason == "length" else "stop"
-
-
-def _usage(usage: Usage) -> CompletionUsage:
-    return CompletionUsage(
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.generated_tokens,
-        total_tokens=usage.prompt_tokens + usage.generated_tokens,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens))
-
-
-def _lp(value: float) -> float:
-    return value if math.isfinite(value) else MIN_LOGPROB
-
-
-def _top(entry: TokenLogprob, k: int) -> list[tuple[str, float]]:
-    # A token the constraint forced had no alternative: it alone, with its own logprob.
-    return list(entry.top[:k]) if entry.top else [(entry.token, entry.logprob)][:k]
-
-
-def _answer_logprobs(gen: Generation) -> list[TokenLogprob]:
-    """The answer's entries: the engine also reports the end-of-turn token that stopped a free
-    generation, which is not part of the answer (OpenAI reports answer tokens only)."""
-    entries = list(gen.logprobs or ())
-    return entries[: max(1, gen.usage.generated_tokens)] if entries else entries
-
-
-def _chat_logprobs(gen: Generation, k: int | None) -> ChatLogprobs | None:
-    if k is None:
-        return None
-    content = [TokenLogprobOut(
-        token=t.token, logprob=_lp(t.logprob), bytes=list(t.token.encode()),
-        top_logprobs=[TopLogprob(token=tok, logprob=_lp(lp), bytes=list(tok.encode()))
-                      for tok, lp in _top(t, k)])
-        for t in _answer_logprobs(gen)]
-    return ChatLogprobs(content=content)
-
-
-def _completion_logprobs(gen: Generation, k: int | None) -> CompletionLogprobs | None:
-    if k is None:
-        return None
-    entries = _answer_logprobs(gen)
-    offsets, at = [], 0
-    for t in entries:
-        offsets.append(at)
-        at += len(t.token)
-    return CompletionLogprobs(
-        tokens=[t.token for t in entries], token_logprobs=[_lp(t.logprob) for t in entries],
-        top_logprobs=[{tok: _lp(lp) for tok, lp in _top(t, k)} for t in entries],
-        text_offset=offsets)
-
-
-def _chat_chunks(c: ChatCompletion, include_usage: bool) -> list[dict[str, Any]]:
-    head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-            "model": c.model}
-    choice = c.choices[0]
-    logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
-
-    def chunk(delta: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        entry = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None} | extra
-        return {**head, "choices": [entry]}
-
-    chunks = [chunk({"role": "assistant", "content": ""}),
-              chunk({"content": choice.message.content}, logprobs=logprobs),
-              chunk({}, finish_reason=choice.finish_reason)]
-    if include_usage:
-        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
-    return chunks
-
-
-def _completion_chunks(c: Completion, include_usage: bool) -> list[dict[str, Any]]:
-    head = {"id": c.id, "object": "text_completion", "created": c.created, "model": c.model}
-    chunks = []
-    for choice in c.choices:
-        logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
-        chunks.append({**head, "choices": [{"index": choice.index, "text": choice.text,
-                                            "logprobs": logprobs, "finish_reason": None}]})
-        chunks.append({**head, "choices": [{"index": choice.index, "text": "",
-                                            "logprobs": None,
-                                            "finish_reason": choice.finish_reason}]})
-    if include_usage:
-        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
-    return chunks
-
-
-def _sse(chunks: list[dict[str, Any]]) -> StreamingResponse:
-    async def events() -> AsyncIterator[str]:
-        for chunk in chunks:
-            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-        yield "data: [DONE]\n\n"
-
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-

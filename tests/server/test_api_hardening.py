@@ -227,3 +227,22 @@ def test_process_isolated_leaves_get_the_settings_memory_limit(tmp_path: Path) -
         assert executor.memory_limit_bytes == 256 << 20
     finally:
         executor.close()
+
+
+# -- 12: a client's constraint past the grammar budget is a 422 naming the construct ----------
+@pytest.mark.parametrize(("structured", "param", "words"), [
+    ({"regex": "a{1,100000}"}, "structured_outputs.regex", "states"),
+    ({"json": {"type": "object", "properties": {"s": {"type": "string",
+                                                      "maxLength": 10_000_000}}}},
+     "structured_outputs.json", "maxLength"),
+])
+def test_a_constraint_past_the_budget_is_refused(tmp_path: Path, structured: dict[str, Any],
+                                                 param: str, words: str) -> None:
+    from engine_doubles import RecordingEngine
+    from stackroute.server.http.app import create_app
+
+    with TestClient(create_app(make_settings(tmp_path), engine=RecordingEngine())) as client:
+        response = client.post("/v1/chat/completions", json={
+            "messages": [{"role": "user", "content": "x"}], "structured_outputs": structured})
+    error = assert_error(response, 422, "constraint_too_large")
+    assert error["param"] == param and words in error["message"]
