@@ -220,9 +220,10 @@ ATTACKS: list[tuple[str, Any, str, str]] = [
      "json", "larger than the limit"),
     ("enormous metadata", _root(_leaf(tags=["t" * 1_000] * 200)), "json",
      "larger than the limit"),
-    ("alias bomb in metadata", alias_bomb("metadata"), "yaml", "larger than the limit"),
-    ("alias bomb in parameters", alias_bomb("parameters"), "yaml", "larger than the limit"),
-    ("alias bomb as children", alias_bomb("children"), "yaml", "expected a node object"),
+    # Anchors and aliases are refused by the parser (issue 15.3), before anything expands.
+    ("alias bomb in metadata", alias_bomb("metadata"), "yaml", "anchors and aliases"),
+    ("alias bomb in parameters", alias_bomb("parameters"), "yaml", "anchors and aliases"),
+    ("alias bomb as children", alias_bomb("children"), "yaml", "anchors and aliases"),
     ("YAML python tag", "!!python/object/apply:os.system ['id']", "yaml", "not valid YAML"),
     ("empty router", _root(), "json", "empty router"),
     ("leaf at the root", _leaf("solo"), "json", "must be a router"),

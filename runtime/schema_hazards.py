@@ -193,7 +193,7 @@ def _pattern_problem(node: Mapping[str, Any], pointer: str) -> str | None:
             continue  # the metaschema's regex check reports it
         if _is_backtracking_trap(list(parsed)):
             return (f"pattern {pattern!r} at {_where(pointer)} repeats a variable-length "
-                    "part or overlapping alternatives, which can backtrack exponentially; "
+                    "part or overlapping alternatives, where re backtracks exponentially; "
                     "use a possessive quantifier (a++), an atomic group (?>…), "
                     "alternatives that start differently, or a smaller repeat count")
     return None
