@@ -5,7 +5,7 @@ runs, so `lint --no-overlaps` and `trace` never load torch."""
 from __future__ import annotations
 
 import typer
-from stackroute.server.commands import catalog, routing, service
+from stackroute.server.commands import calibrate, catalog, routing, service
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Hierarchical tool routing on a local model.")
@@ -17,6 +17,7 @@ app.command()(routing.route)
 app.command()(routing.run)
 app.command("eval")(routing.eval_)
 app.command()(service.serve)
+app.command()(calibrate.calibrate)
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
             add_help_option=False)(service.bench)
 

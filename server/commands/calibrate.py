@@ -1,0 +1,144 @@
+"""`stackroute calibrate`: a calibration file for the guided policy, measured for the engine's
+model on the operator's own dev queries (server/tools/calibrate.py does the measuring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from stackroute.runtime.errors import InputError
+from stackroute.server.commands.common import (
+    BaseUrlOpt,
+    EngineOpt,
+    JsonOpt,
+    ModelOpt,
+    console,
+    err_console,
+    fail,
+    limit_threads,
+    load_tree,
+    make_engine,
+    print_json,
+)
+
+QueriesOpt = Annotated[Path, typer.Option(
+    "--queries", help="dev queries, one JSON object a line (FORMAT.md): each with the gold "
+    "leaf paths a correct run calls, [] when nothing in the catalog applies. Dev splits "
+    "only: report on test splits")]
+CatalogOpt = Annotated[Path | None, typer.Option(
+    "--catalog", help="the catalog whose leaf paths the queries' gold lists name (required)")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="where to write the calibration [default: ./<model>.calibration.json]")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="the first N queries only")]
+ThresholdsOnlyOpt = Annotated[bool, typer.Option(
+    "--thresholds-only", help="recompute only the model-free thresholds (no model calls), "
+    "keeping the weights of --out where it exists, else of the model's shipped calibration")]
+
+
+def calibrate(
+    queries: QueriesOpt, catalog: CatalogOpt = None,
+    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    out: OutOpt = None, limit: LimitOpt = None, thresholds_only: ThresholdsOnlyOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure the guided policy's weights and thresholds for a model on dev queries, and
+    write them as a calibration file for `--calibration` (or STACKROUTE_CALIBRATION)."""
+    from rich.progress import Progress
+    from stackroute.runtime.errors import StackrouteError
+    from stackroute.runtime.prompt import PromptStyle
+    from stackroute.server.routing.calibration import find_calibration, require_embedder
+    from stackroute.server.routing.router import evidence_for_tree
+    from stackroute.server.tools.calibrate import calibrate as measure
+    from stackroute.server.tools.calibrate import calibrate_thresholds
+    from stackroute.server.tools.calibration_records import Dataset, check_gold_paths
+    from stackroute.server.tools.evaluate import read_queries
+
+    try:
+        catalog = _check_inputs(queries, catalog, limit)
+        tree = load_tree(catalog)
+        items = read_queries(queries, limit=limit)
+        if not items:
+            raise InputError(f"{queries}: no queries; calibration needs dev queries with gold "
+                             "paths (FORMAT.md)")
+        check_gold_paths(tree, items, source=str(queries))
+        require_embedder()
+        limit_threads()
+        made = make_engine(engine, model, base_url)
+        name = made.info.model
+        path = out or default_out(name)
+        dev = Dataset(catalog.name.split(".")[0] or "dev", tree, items, PromptStyle())
+        evidence = {dev.name: evidence_for_tree(tree)}
+        if thresholds_only:
+            keep = out if out is not None and out.is_file() else find_calibration(name)
+            result = calibrate_thresholds(name, evidence, [dev], keep=keep)
+        else:
+            with Progress(console=err_console, transient=True) as progress:
+                task = progress.add_task("calibrate", total=len(items))
+                result = measure(made, evidence, [dev],
+                                 on_query=lambda: progress.advance(task))
+        result.measured["source"] = {"catalog": str(catalog), "queries": str(queries),
+                                     "limit": limit}
+        result.write(path)
+    except StackrouteError as e:
+        raise fail(e) from e
+    summary = {"file": str(path), "model": name, "options": result.options.to_dict(),
+               **{k: result.measured[k] for k in ("dev", "model_alone", "model_calibrated",
+                                                  "evidence_alone", "chosen", "thresholds")
+                  if k in result.measured}}
+    if as_json:
+        print_json(summary)
+        return
+    _print_summary(summary, thresholds_only=thresholds_only)
+
+
+def default_out(model: str) -> Path:
+    """`./<model>.calibration.json` in the current directory, never the installed package.
+
+    >>> default_out("org/Model 7B").as_posix()
+    'org_Model_7B.calibration.json'
+    """
+    from stackroute.server.routing.calibration import calibration_file
+
+    stem = calibration_file(model, Path(".")).name.removesuffix(".json")
+    return Path(f"{stem}.calibration.json")
+
+
+def _check_inputs(queries: Path, catalog: Path | None, limit: int | None) -> Path:
+    if catalog is None:
+        raise InputError("a catalog is required: --catalog FILE, the catalog whose leaf paths "
+                         "the queries' gold lists name")
+    for flag, path in (("--queries", queries), ("--catalog", catalog)):
+        if not path.is_file():
+            raise InputError(f"{flag}: file {path} does not exist")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    return catalog
+
+
+def _print_summary(summary: dict[str, Any], *, thresholds_only: bool) -> None:
+    options = summary["options"]
+    if not thresholds_only:
+        table = Table("dev set", "model alone", "model + contrast", "guided (chosen)",
+                      "evidence alone", title="path accuracy on the dev queries")
+        chosen = summary["chosen"]["by_dataset"]
+        for name in chosen:
+            table.add_row(escape(name), *(f"{summary[k][name]['path_accuracy']:.3f}" for k in
+                                          ("model_alone", "model_calibrated")),
+                          f"{chosen[name]['path_accuracy']:.3f}",
+                          f"{summary['evidence_alone'][name]['path_accuracy']:.3f}")
+        console.print(table)
+    settings = Table("setting", "value", title="calibration")
+    keys = ("evidence_weight", "evidence_aggregate", "evidence_temperature",
+            "is_contrast_enabled", "contrast_strength", "out_of_scope_score",
+            "fallback_min_score", "backtrack_gap", "done_gap", "finish_part_score")
+    for key in keys:
+        settings.add_row(key, str(options[key]))
+    console.print(settings)
+    file = escape(summary["file"])
+    console.print(f"wrote [bold]{file}[/bold]; route with it: "
+                  f"stackroute run CATALOG QUERY --calibration {file} "
+                  f"(also route, eval, serve; or STACKROUTE_CALIBRATION={file})",
+                  highlight=False)
