@@ -3,25 +3,16 @@ Seal-Tools dev split with descriptions short enough for the embedded model's con
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from stackroute.bench.generate import generate_suite
 from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.prompt import PromptStyle
-from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.tools.calibration_records import Dataset
 from stackroute.server.tools.evaluate import Query, read_queries
 
 SEAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "seal-tools"
 SEAL_DESCRIPTION_CHARS = 120  # the 146-field root menu fits SmolLM2's 8k context only so
-
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    tree: CapabilityTree
-    queries: list[Query]
-    style: PromptStyle
 
 
 def generated_dataset(suite: str, size: int, *, seed: int, limit: int) -> Dataset:
