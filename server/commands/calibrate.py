@@ -31,7 +31,8 @@ QueriesOpt = Annotated[Path, typer.Option(
 CatalogOpt = Annotated[Path | None, typer.Option(
     "--catalog", help="the catalog whose leaf paths the queries' gold lists name (required)")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", help="where to write the calibration [default: ./<model>.calibration.json]")]
+    "--out", help="where to write the calibration (default: ./<model>.calibration.json, in "
+    "the current directory)")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="the first N queries only")]
 ThresholdsOnlyOpt = Annotated[bool, typer.Option(
     "--thresholds-only", help="recompute only the model-free thresholds (no model calls), "
