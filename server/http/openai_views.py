@@ -37,11 +37,11 @@ def usage(usage: Usage) -> CompletionUsage:
         prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens))
 
 
-def lp(value: float) -> float:
+def finite_logprob(value: float) -> float:
     return value if math.isfinite(value) else MIN_LOGPROB
 
 
-def top(entry: TokenLogprob, k: int) -> list[tuple[str, float]]:
+def top_of(entry: TokenLogprob, k: int) -> list[tuple[str, float]]:
     # A token the constraint forced had no alternative: it alone, with its own logprob.
     return list(entry.top[:k]) if entry.top else [(entry.token, entry.logprob)][:k]
 
@@ -57,9 +57,10 @@ def chat_logprobs(gen: Generation, k: int | None) -> ChatLogprobs | None:
     if k is None:
         return None
     content = [TokenLogprobOut(
-        token=t.token, logprob=lp(t.logprob), bytes=list(t.token.encode()),
-        top_logprobs=[TopLogprob(token=tok, logprob=lp(lp), bytes=list(tok.encode()))
-                      for tok, lp in top(t, k)])
+        token=t.token, logprob=finite_logprob(t.logprob), bytes=list(t.token.encode()),
+        top_logprobs=[TopLogprob(token=tok, logprob=finite_logprob(value),
+                                 bytes=list(tok.encode()))
+                      for tok, value in top_of(t, k)])
         for t in answer_logprobs(gen)]
     return ChatLogprobs(content=content)
 
@@ -73,8 +74,10 @@ def completion_logprobs(gen: Generation, k: int | None) -> CompletionLogprobs | 
         offsets.append(at)
         at += len(t.token)
     return CompletionLogprobs(
-        tokens=[t.token for t in entries], token_logprobs=[lp(t.logprob) for t in entries],
-        top_logprobs=[{tok: lp(lp) for tok, lp in top(t, k)} for t in entries],
+        tokens=[t.token for t in entries],
+        token_logprobs=[finite_logprob(t.logprob) for t in entries],
+        top_logprobs=[{tok: finite_logprob(value) for tok, value in top_of(t, k)}
+                      for t in entries],
         text_offset=offsets)
 
 
