@@ -52,7 +52,8 @@ _ENGINE_WORDS = {501: "the engine cannot do what this request needs of it",
                  503: "the upstream model server is overloaded",
                  504: "the upstream model server did not answer in time"}
 _TYPE_BY_STATUS = {400: "invalid_request_error", 401: "authentication_error",
-                   403: "permission_error", 404: "not_found_error", 409: "conflict_error",
+                   403: "permission_error", 404: "not_found_error", 408: "timeout_error",
+                   409: "conflict_error",
                    413: "invalid_request_error", 422: "invalid_request_error",
                    429: "rate_limit_error", 503: "service_unavailable"}
 
@@ -301,6 +302,9 @@ def _with_error_shape(spec: dict[str, Any]) -> dict[str, Any]:
             if method not in {"get", "head", "options"}:  # the body limit reads these bodies
                 responses.setdefault("413", {"description": "Request body too large",
                                              "content": shape})
+                responses.setdefault("408", {"description": "Request body not received "
+                                                            "within body_timeout_s",
+                                             "content": shape})
     if "HTTPValidationError" not in json.dumps(spec["paths"]):
         schemas.pop("HTTPValidationError", None)
         schemas.pop("ValidationError", None)
@@ -310,6 +314,7 @@ def _with_error_shape(spec: dict[str, Any]) -> dict[str, Any]:
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` entries for these error statuses, all with the one error shape."""
     words = {400: "Bad request: an unsupported field or value", 401: "Missing or wrong API key",
+             403: "Forbidden by this server's settings (e.g. auto_approve)",
              404: "Not found", 409: "Conflict with the current state",
              413: "Request body too large", 422: "Request failed validation",
              429: "Engine queue full; see Retry-After", 500: "Internal error (see request id)",

@@ -358,6 +358,10 @@ def test_openapi_describes_the_routes(client: TestClient) -> None:
         "/ErrorResponse")
     statuses = spec["components"]["schemas"]["RunStatus"]["enum"]
     assert set(statuses) == {"running", "paused", "done", "limit", "error", "cancelled"}
+    # issue 15: auto_approve can be forbidden, a body can time out, an upload can collide
+    assert "403" in paths["/v1/sessions"]["post"]["responses"]
+    assert "408" in paths["/v1/route"]["post"]["responses"]
+    assert "409" in paths["/v1/catalogs"]["post"]["responses"]
 
 
 def test_the_limits_body_lists_exactly_the_runtime_limits() -> None:
