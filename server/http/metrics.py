@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -21,6 +20,7 @@ from prometheus_client.registry import Collector
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
 from stackroute.server.http.app_state import get_state
+from stackroute.server.service.engine_queue import EngineQueue
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class Metrics:
         self._scraped = _ScrapeTimeCollector()
         r.register(self._scraped)
 
-    def bind(self, *, engine: Engine, queue: Any,
+    def bind(self, *, engine: Engine, queue: EngineQueue,
              sessions_by_status: Callable[[], Mapping[str, int]] | None = None) -> None:
         """Sources read at scrape time: the engine, the EngineQueue, session counts."""
         self._scraped.engine = engine
@@ -113,7 +113,7 @@ class Metrics:
 class _ScrapeTimeCollector(Collector):
     def __init__(self) -> None:
         self.engine: Engine | None = None
-        self.queue: Any = None
+        self.queue: EngineQueue | None = None
         self.sessions_by_status: Callable[[], Mapping[str, int]] | None = None
 
     def describe(self) -> list[Metric]:

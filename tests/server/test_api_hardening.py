@@ -246,3 +246,22 @@ def test_a_constraint_past_the_budget_is_refused(tmp_path: Path, structured: dic
             "messages": [{"role": "user", "content": "x"}], "structured_outputs": structured})
     error = assert_error(response, 422, "constraint_too_large")
     assert error["param"] == param and words in error["message"]
+
+
+# -- 1: an approval is for one call, in one session --------------------------------------------
+def test_an_approval_digest_cannot_be_replayed_on_another_session(client: TestClient) -> None:
+    from routing_app_kit import wait_status
+
+    catalog_id = upload(client)
+    first, second = (client.post("/v1/sessions", json={"catalog": catalog_id,
+                                                       "task": "Send 5 to Asha"}).json()["id"]
+                     for _ in range(2))
+    assert wait_status(client, first) == wait_status(client, second) == "paused"
+    shown = [client.get(f"/v1/sessions/{s}").json()["pending"] for s in (first, second)]
+    assert shown[0]["arguments"] == shown[1]["arguments"]  # the same payment, twice
+    assert client.post(f"/v1/sessions/{first}/approve",
+                       json={"digest": shown[0]["digest"]}).status_code == 200
+    replay = client.post(f"/v1/sessions/{second}/approve", json={"digest": shown[0]["digest"]})
+    error = assert_error(replay, 409, "invalid_state")
+    assert shown[1]["digest"] not in error["message"]
+    assert client.get(f"/v1/sessions/{second}").json()["status"] == "paused"
