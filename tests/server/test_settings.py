@@ -103,3 +103,24 @@ def test_serve_rejects_unknown_config_keys(tmp_path: Path) -> None:
     config.write_text("prot: 80\n")
     result = CliRunner().invoke(cli_app, ["serve", "--config", str(config)])
     assert result.exit_code == 2 and "prot: unknown setting" in result.output
+
+
+def test_session_options_come_from_the_settings_with_their_defaults(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13: no second set of fallbacks. The service's options are the settings' values,
+    and max_session_workers / max_active_sessions are real settings (the environment too)."""
+    from stackroute.server.service.session_options import SessionOptions
+
+    monkeypatch.setenv("STACKROUTE_MAX_ACTIVE_SESSIONS", "7")
+    settings = ServerSettings(max_session_workers=3, allowed_handler_modules=["acme.tools"])
+    options = SessionOptions.from_settings(settings)
+    assert (options.max_workers, options.max_active) == (3, 7)
+    assert options.leaf_isolation == settings.leaf_isolation == "process"
+    assert options.leaf_timeout_s == settings.leaf_timeout_s
+    assert options.max_session_steps == settings.max_session_steps
+    assert options.allowed_handler_modules == ("acme.tools",)
+    assert options.max_menu_options == settings.max_menu_options
+    assert options.max_leaf_memory_bytes == settings.max_leaf_memory_mb << 20  # type: ignore[operator]
+    assert options.is_auto_approve_allowed is True  # no API key
+    assert SessionOptions.from_settings(ServerSettings(api_key="k")).is_auto_approve_allowed \
+        is False
