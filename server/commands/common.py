@@ -27,11 +27,11 @@ BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="remote engin
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
 PolicyOpt = Annotated[str | None, typer.Option(
     "--policy", help="plain (the model's constrained choice alone) | guided (leaf evidence as "
-    "a prior, with the recovery moves the model's calibration turns on) [default: guided "
-    "where the model has a calibration, else plain]")]
+    "a prior, with the recovery moves the model's calibration turns on); default: guided "
+    "where the model has a calibration, else plain")]
 CalibrationOpt = Annotated[Path | None, typer.Option(
-    "--calibration", help="calibration file (stackroute calibrate) [default: the one shipped "
-    "for the model]")]
+    "--calibration", help="calibration file (stackroute calibrate); default: the one "
+    "shipped for the model")]
 NoSpecOpt = Annotated[bool, typer.Option(
     "--no-speculation", help="route step by step even where a drafted path could be "
     "verified in one pass (same as --speculation off)")]

@@ -14,14 +14,13 @@ exactly what should be kept (it ends a finished task).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from collections.abc import Mapping
 
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt, answer
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
+from stackroute.server.routing.lru import Lru
 
 NEUTRAL_REQUEST = "N/A"
 _FLOOR_LOGPROB = -30.0  # an option the neutral prompt all but rules out: no huge boost
@@ -35,8 +34,8 @@ class NeutralContrast:
         self.engine = engine
         self.strength = strength
         self.max_entries = max_entries
-        self._logprobs: OrderedDict[tuple[str, tuple[str, ...]], dict[str, float]] = \
-            OrderedDict()
+        self._logprobs: Lru[tuple[str, tuple[str, ...]], dict[str, float]] = \
+            Lru(max_entries=max_entries)
 
     def bias(self, request: RoutingRequest) -> tuple[dict[str, float], Usage]:
         """The correction for `request`'s menu, and what computing it cost (nothing when the
@@ -49,15 +48,8 @@ class NeutralContrast:
             logprobs = {o: max(_FLOOR_LOGPROB, math.log(max(p, 1e-300)))
                         for o, p in result.probabilities.items()}
             usage = result.usage
-            self._logprobs[key] = logprobs
-            if len(self._logprobs) > self.max_entries:
-                self._logprobs.popitem(last=False)
-        else:
-            self._logprobs.move_to_end(key)
+            self._logprobs.put(key, logprobs)
         return {o: -self.strength * lp for o, lp in logprobs.items()}, usage
-
-    def neutral_logprobs(self, request: RoutingRequest) -> Mapping[str, float] | None:
-        return self._logprobs.get((request.node.path_str, request.menu.options))
 
 
 def is_fresh(request: RoutingRequest) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Evidence, EvidenceSource
 from stackroute.server.engines.base import Engine, MenuResult
 from stackroute.server.routing.contrast import NeutralContrast, is_fresh
+from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.prior import MenuPrior, PriorOptions, menu_prior
 
 
@@ -90,8 +90,8 @@ class MenuScorer:
         self.prior_options = prior
         self.contrast = contrast
         self.max_memo = max_memo
-        self._memo: OrderedDict[tuple[Prompt, tuple[str, ...], tuple[tuple[str, float], ...]],
-                                MenuResult] = OrderedDict()
+        self._memo: Lru[tuple[Prompt, tuple[str, ...], tuple[tuple[str, float], ...]],
+                        MenuResult] = Lru(max_entries=max_memo)
 
     def evidence_for(self, request: RoutingRequest) -> Evidence | None:
         return None if self.evidence is None else self.evidence.for_request(request.task)
@@ -120,11 +120,7 @@ class MenuScorer:
             result = self.engine.choose(request.prompt, request.menu.options,
                                         option_bias=bias or None)
             usage = usage + result.usage
-            self._memo[key] = result
-            if len(self._memo) > self.max_memo:
-                self._memo.popitem(last=False)
-        else:
-            self._memo.move_to_end(key)
+            self._memo.put(key, result)
         return ScoredMenu(result=result, bias=bias, prior=prior, contrast=contrast,
                           evidence=evidence, usage=usage, is_reused=is_reused)
 

@@ -26,7 +26,6 @@ the rest of the way step by step.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -39,6 +38,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
 from stackroute.server.routing.contrast import is_fresh
 from stackroute.server.routing.finish import FinishCheck
+from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
 from stackroute.server.routing.prior import PriorOptions
 
@@ -143,7 +143,7 @@ class RecoveryPolicy:
         self.scorer = scorer
         self.options = options
         self.max_runs = max_runs
-        self._plans: OrderedDict[str, Plan] = OrderedDict()
+        self._plans: Lru[str, Plan] = Lru(max_entries=max_runs)
         self.finish = FinishCheck(scorer.evidence, min_part_score=options.finish_part_score) \
             if options.is_finish_enabled and scorer.evidence is not None else None
 
@@ -193,7 +193,7 @@ class RecoveryPolicy:
         verdict = self.finish.check(request.task, request.calls)
         if not verdict.is_done:
             return None
-        self._plans.pop(request.run_id, None)
+        self._plans.pop(request.run_id)
         return MenuStep(CompletionState.DONE.value, None, None, Usage(),
                         {"finish": verdict.detail})
 
@@ -206,10 +206,10 @@ class RecoveryPolicy:
         on_path = plan.path[:len(here)] == here and len(plan.path) > len(here)
         hop = plan.path[len(here)] if on_path else ""
         if not (on_path and is_fresh(request) and hop in request.menu.children):
-            del self._plans[request.run_id]  # the run left the plan (a BACK, a limit)
+            self._plans.pop(request.run_id)  # the run left the plan (a BACK, a limit)
             return None
         if len(plan.path) == len(here) + 1:
-            del self._plans[request.run_id]  # the last hop: the leaf
+            self._plans.pop(request.run_id)  # the last hop: the leaf
         detail: dict[str, Any] = {"plan": {"reason": plan.reason,
                                            "leaf": PATH_SEP.join(plan.path)}}
         if plan.reason == "fallback":  # evidence alone: no model call on the way down
@@ -219,10 +219,7 @@ class RecoveryPolicy:
         return MenuStep(hop, scored.probabilities, scored.result.margin, scored.usage, detail)
 
     def _remember(self, run_id: str, plan: Plan) -> None:
-        self._plans[run_id] = plan
-        self._plans.move_to_end(run_id)
-        if len(self._plans) > self.max_runs:
-            self._plans.popitem(last=False)
+        self._plans.put(run_id, plan)
 
     # -- backtracking ----------------------------------------------------------------------------
     def _backtrack_reason(self, request: RoutingRequest, scored: ScoredMenu) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,17 @@ from stackroute.runtime.handlers import Executor
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
-from stackroute.runtime.tree import CapabilityTree
+from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex, TextEmbedder
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,
     Engine,
+    Generation,
     SamplingOptions,
 )
+from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.options import DraftSource, RouterOptions
@@ -70,14 +74,13 @@ class EngineRouter:
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
-        generation = self.engine.generate(
-            request.arguments_prompt(child),
-            constraint=Constraint.json(child.parameters or EMPTY_OBJECT_SCHEMA),
-            sampling=SamplingOptions(max_tokens=self.options.max_argument_tokens))
+        generation, usage, fallback = self._arguments(request, child)
         detail = {**step.detail, "arguments_text": generation.text,
                   "arguments_finish_reason": generation.finish_reason,
-                  "arguments_forward_passes": generation.usage.forward_passes,
-                  "arguments_latency_ms": round(generation.usage.latency_ms, 3)}
+                  "arguments_forward_passes": usage.forward_passes,
+                  "arguments_latency_ms": round(usage.latency_ms, 3)}
+        if fallback is not None:
+            detail["arguments_fallback"] = fallback
         try:
             arguments = json.loads(generation.text)
         except json.JSONDecodeError:
@@ -86,7 +89,26 @@ class EngineRouter:
             arguments = {"_unparsed": generation.text}
         return Decision(choice=step.choice, arguments=arguments,
                         probabilities=step.probabilities, margin=step.margin,
-                        usage=step.usage + generation.usage, detail=detail)
+                        usage=step.usage + usage, detail=detail)
+
+    def _arguments(self, request: RoutingRequest, leaf: Node,
+                   ) -> tuple[Generation, Usage, str | None]:
+        """The leaf's arguments under its schema. An answer cut off at the token cap is the
+        engine's failure, not the model's: it is not retried unchanged but once more under
+        the schema's required properties only (optional free text, e.g. a `note` or an
+        unbounded `format: email`, is where a small model runs on), and the fallback is
+        recorded. Returns the generation kept, the cost of both, and the fallback taken."""
+        prompt = request.arguments_prompt(leaf)
+        sampling = SamplingOptions(max_tokens=self.options.max_argument_tokens)
+        schema = leaf.parameters or EMPTY_OBJECT_SCHEMA
+        generation = self.engine.generate(prompt, constraint=Constraint.json(schema),
+                                          sampling=sampling)
+        narrowed = required_only(schema)
+        if generation.finish_reason != "length" or narrowed is None:
+            return generation, generation.usage, None
+        retry = self.engine.generate(prompt, constraint=Constraint.json(narrowed),
+                                     sampling=sampling)
+        return retry, generation.usage + retry.usage, "required_only"
 
     def _menu_step(self, request: RoutingRequest) -> MenuStep:
         if self.policy is not None:
@@ -99,6 +121,26 @@ class EngineRouter:
         result = self.engine.choose(request.prompt, request.menu.options)
         return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
                         {"margin": result.margin})
+
+
+def required_only(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`schema` with only its required properties (no others allowed), or None when that
+    changes nothing.
+
+    >>> required_only({"type": "object", "properties": {"a": {}, "note": {}},
+    ...                "required": ["a"]})
+    {'type': 'object', 'properties': {'a': {}}, 'required': ['a'], 'additionalProperties': False}
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    required = [r for r in schema.get("required", ()) if r in properties]
+    if len(required) == len(properties) and schema.get("additionalProperties") is False:
+        return None
+    narrowed = dict(schema)
+    narrowed["properties"] = {name: properties[name] for name in required}
+    narrowed["additionalProperties"] = False
+    return narrowed
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
@@ -126,35 +168,26 @@ def default_embedder() -> TextEmbedder:
     return shared_embedder()
 
 
-def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
-                  limits: Limits | None = None, executor: Executor | None = None,
-                  options: RouterOptions | None = None,
-                  embedder: TextEmbedder | None = None,
-                  evidence: EvidenceSource | None = None,
-                  route_cache: RouteCache | None = None,
-                  speculator: Speculator | None = None,
-                  style: PromptStyle | None = None) -> StackMachine:
-    """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
-    schema, as the paper's flat baseline does) routed by `engine`.
+def build_router(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
+                 options: RouterOptions | None = None,
+                 embedder: TextEmbedder | None = None,
+                 evidence: EvidenceSource | None = None,
+                 route_cache: RouteCache | None = None,
+                 speculator: Speculator | None = None) -> EngineRouter:
+    """The router for `tree` as it will be routed (the flat twin already, for `is_flat`).
 
-    `options.recovery` switches on routing that can change its mind (None: plain routing);
-    when it needs leaf evidence, `evidence` is used, or one is built over the (possibly
-    flattened) tree with `embedder` (default: the offline MiniLM).
-    `options.speculation` drafts from that evidence and/or `route_cache` (when None, a fresh
-    one matching requests by exact text, or also by nearest embedding when `embedder` or the
-    evidence has one; pass one to share routes between machines over the same catalog),
-    unless a long-lived `speculator` is given (the server keeps one per catalog).
-    `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
-    if is_flat and any(not c.is_leaf for c in tree.root.children):
-        tree = flatten(tree)
+    `options.recovery` switches on the guided policy; when it needs leaf evidence,
+    `evidence` is used, or one is built over `tree` with `embedder` (default: the offline
+    MiniLM). `options.speculation` (plain policy) drafts from that evidence and/or
+    `route_cache` (when None, a fresh one matching requests by exact text, or also by
+    nearest embedding when `embedder` or the evidence has one), unless a long-lived
+    `speculator` is given."""
     options = options or RouterOptions()
-    base = style or PromptStyle()
-    layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
-                                            max_description_chars=base.max_description_chars))
-    source = options.speculation
+    source = options.speculation_in_effect
     if options.recovery is not None:  # guided routing decides step by step (options.py)
-        speculator, source = None, DraftSource.OFF
-    builds_speculator = not is_flat and speculator is None and source is not DraftSource.OFF
+        speculator = None
+    builds_speculator = (not is_flat and speculator is None and source is not DraftSource.OFF
+                         and isinstance(engine, PathVerifier))  # else: step by step anyway
     needs_evidence = (options.recovery is not None and options.recovery.needs_evidence) or \
         (builds_speculator and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
     if not needs_evidence:
@@ -168,6 +201,36 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
             route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
         drafter = make_drafter(source, evidence=evidence, routes=route_cache)
         speculator = None if drafter is None else Speculator(engine, drafter)
-    router = EngineRouter(engine, options, evidence=evidence if options.recovery else None,
-                          speculator=speculator)
+    return EngineRouter(engine, options, evidence=evidence if options.recovery else None,
+                        speculator=speculator)
+
+
+def routed_tree(tree: CapabilityTree, *, is_flat: bool) -> CapabilityTree:
+    """`tree`, or for the flat baseline its flat twin (every leaf in the root's menu)."""
+    if is_flat and any(not c.is_leaf for c in tree.root.children):
+        return flatten(tree)
+    return tree
+
+
+def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
+                  limits: Limits | None = None, executor: Executor | None = None,
+                  options: RouterOptions | None = None,
+                  embedder: TextEmbedder | None = None,
+                  evidence: EvidenceSource | None = None,
+                  route_cache: RouteCache | None = None,
+                  speculator: Speculator | None = None,
+                  style: PromptStyle | None = None,
+                  router: EngineRouter | None = None) -> StackMachine:
+    """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
+    schema, as the paper's flat baseline does) routed by `engine`: by `router` when given (a
+    long-lived one, `pool.py`), else by one `build_router` makes from the other arguments.
+    `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
+    tree = routed_tree(tree, is_flat=is_flat)
+    base = style or PromptStyle()
+    layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
+                                            max_description_chars=base.max_description_chars))
+    if router is None:
+        router = build_router(tree, engine, is_flat=is_flat, options=options,
+                              embedder=embedder, evidence=evidence, route_cache=route_cache,
+                              speculator=speculator)
     return StackMachine(tree, router, executor=executor, layout=layout, limits=limits)

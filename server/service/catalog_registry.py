@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,9 +69,11 @@ class CatalogRegistry:
 
     def __init__(self, store: SessionStore, engine: Engine, *,
                  limits: LoadLimits = DEFAULT_LIMITS,
-                 allowed_handler_modules: Iterable[str] = ()) -> None:
+                 allowed_handler_modules: Iterable[str] = (),
+                 on_compiled: Callable[[CapabilityTree], None] | None = None) -> None:
         self.store = store
         self.engine = engine
+        self.on_compiled = on_compiled  # e.g. the router pool builds the leaf index now
         self.limits = limits
         # Checks catalogs' handler import paths only; it never runs a handler.
         self.handlers = HandlerTable(allowed_modules=allowed_handler_modules)
@@ -180,6 +182,8 @@ class CatalogRegistry:
         # take is an InputError, a 4xx); an engine's failure (a remote outage: 502/503/504)
         # keeps its own status, and anything else is our bug (500).
         stats = self.engine.prepare(tree)
+        if self.on_compiled is not None:
+            self.on_compiled(tree)
         return CatalogEntry(id=catalog_id, tree=tree, source=text, format=fmt,
                             created_unix=created_unix, compile=stats)
 

@@ -9,12 +9,13 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import RunStatus
+from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.pool import RouterPool
 from stackroute.server.routing.router import build_machine
-from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.outcomes import routing_outcome
 from stackroute.server.service.prompt_limits import PromptLimits, check_prompt_limits
 from stackroute.server.service.run_state_input import check_frames, parse_state
@@ -47,19 +48,22 @@ class RouteContext:
     engine: Engine
     limits: PromptLimits
     options: RouterOptions | None = None
-    speculators: SpeculatorPool | None = None
+    routers: RouterPool | None = None  # None: plain routing, a router per call
+
+
+def _machine(tree: CapabilityTree, context: RouteContext, *, is_flat: bool) -> StackMachine:
+    if context.routers is not None:
+        return context.routers.machine(tree, is_flat=is_flat)
+    return build_machine(tree, context.engine, is_flat=is_flat, options=context.options)
 
 
 def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> RouteCallResult:
-    """Make one routing call. With speculation on, the catalog's long-lived speculator may
-    answer from a path verified by an earlier call of the same run (the client sends the
-    state back each time)."""
-    speculators = context.speculators
-    speculator = None if speculators is None else speculators.for_tree(tree)
+    """Make one routing call, through the catalog's long-lived router (its evidence, caches
+    and speculator: a path verified by an earlier call of the same run may answer, since the
+    client sends the state back each time)."""
     if call.state is not None:
         run = parse_state(call.state)
-        machine = build_machine(tree, context.engine, is_flat=run.is_flat,
-                                speculator=speculator, options=context.options)
+        machine = _machine(tree, context, is_flat=run.is_flat)
         if run.catalog != machine.tree.name:
             raise InputError(f"the state is of catalog {run.catalog!r}, not "
                              f"{machine.tree.name!r}")
@@ -68,8 +72,7 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
             raise StateError(f"the state has a pending call ({run.pending.path}); a routing "
                              "call needs a state without one")
     else:
-        machine = build_machine(tree, context.engine, is_flat=call.is_flat,
-                                speculator=speculator, options=context.options)
+        machine = _machine(tree, context, is_flat=call.is_flat)
         node = machine.tree.get(call.node)
         if node is None or node.is_leaf:
             raise InputError(f"no router at node path {call.node!r} in catalog "

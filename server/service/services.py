@@ -1,5 +1,5 @@
 """The service's parts built together at start-up and closed together at shutdown: the store,
-the catalogs, the per-catalog speculators and the sessions, with the options every routing
+the catalogs, the per-catalog routers and the sessions, with the options every routing
 call and session shares."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing.speculator_pool import SpeculatorPool
+from stackroute.server.routing.pool import RouterPool
 from stackroute.server.service.catalog_registry import CatalogRegistry
 from stackroute.server.service.prompt_limits import PromptLimits
 from stackroute.server.service.route_call import RouteContext
@@ -35,8 +35,9 @@ class Services:
         router_options = settings.router_options(engine.info.model)
         store = SessionStore(settings.db)
         try:
+            routers = RouterPool(engine, router_options)
             catalogs = CatalogRegistry(store, engine, allowed_handler_modules=tuple(
-                settings.allowed_handler_modules))
+                settings.allowed_handler_modules), on_compiled=routers.prepare)
             failed = catalogs.load_persisted()
             if failed:
                 log.warning("%d stored catalog(s) did not load: %s", len(failed),
@@ -44,18 +45,17 @@ class Services:
             for path in settings.catalogs:
                 entry = catalogs.add_file(path)
                 log.info("catalog %s from %s", entry.id, path)
-            speculators = SpeculatorPool(engine, router_options.speculation_in_effect)
             sessions = SessionService(store, catalogs, engine,
                                       options=SessionOptions.from_settings(settings),
                                       on_routing_call=on_routing_call,
-                                      speculators=speculators, router_options=router_options)
+                                      routers=routers)
         except BaseException:
             store.close()
             raise
         services = cls(store=store, catalogs=catalogs, sessions=sessions,
                        route_context=RouteContext(
                            engine=engine, limits=PromptLimits.from_settings(settings),
-                           options=router_options, speculators=speculators))
+                           options=router_options, routers=routers))
         resumed = sessions.resume_interrupted()
         if resumed:
             log.info("resumed %d interrupted session(s)", len(resumed))

@@ -30,9 +30,8 @@ from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.pool import RouterPool
 from stackroute.server.routing.router import build_machine
-from stackroute.server.routing.speculator_pool import SpeculatorPool
 from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
 from stackroute.server.service.engine_queue import QueueFullError
 from stackroute.server.service.leaf_executors import leaf_executor
@@ -92,11 +91,9 @@ class SessionService:
     def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
                  on_routing_call: RoutingObserver | None = None,
-                 speculators: SpeculatorPool | None = None,
-                 router_options: RouterOptions | None = None) -> None:
+                 routers: RouterPool | None = None) -> None:
         self.store = store
-        self.router_options = router_options
-        self.speculators = speculators
+        self.routers = routers  # None: plain routing, a router per session
         self.on_routing_call = on_routing_call
         self.catalogs = catalogs
         self.options = options or SessionOptions()
@@ -387,10 +384,11 @@ class SessionService:
         self.store.save_step(session_id, record.state, record.state.trace[num_saved:])
 
     def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits) -> StackMachine:
-        speculator = None if self.speculators is None else self.speculators.for_tree(tree)
+        if self.routers is not None:
+            return self.routers.machine(tree, is_flat=is_flat, limits=limits,
+                                        executor=self.executor)
         return build_machine(tree, self.engine, is_flat=is_flat, limits=limits,
-                             executor=self.executor, speculator=speculator,
-                             options=self.router_options)
+                             executor=self.executor)
 
     def _limits(self, given: Mapping[str, Any] | None) -> Limits:
         limits = Limits.from_dict(dict(given or {}))

@@ -431,7 +431,7 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     """A repeated request in a second session is verified from the route the first session
     took, through the server's per-catalog speculator; the decisions are the same."""
     from stackroute.server.engines.base import EngineInfo, PrepareStats
-    from stackroute.server.routing.speculator_pool import SpeculatorPool
+    from stackroute.server.routing.pool import RouterPool
     from stackroute.server.service.catalog_registry import CatalogRegistry
     from stackroute.server.service.session_options import SessionOptions
     from stackroute.server.service.sessions import SessionService
@@ -447,10 +447,10 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     store = SessionStore(tmp_path / "s.db")
     catalogs = CatalogRegistry(store, engine)  # type: ignore[arg-type]
     catalog_id = catalogs.add_text(json.dumps(DEEP_CATALOG))[0].id
-    pool = SpeculatorPool(engine, DraftSource.ROUTES,  # type: ignore[arg-type]
-                          embedder_factory=WordEmbedder)
+    pool = RouterPool(engine, RouterOptions(speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
+                      embedder_factory=WordEmbedder)
     sessions = SessionService(store, catalogs, engine,  # type: ignore[arg-type]
-                              options=SessionOptions(), speculators=pool)
+                              options=SessionOptions(), routers=pool)
     try:
         from session_kit import wait_for_status
 
@@ -471,20 +471,24 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
         store.close()
 
 
-def test_the_pool_keeps_one_speculator_per_catalog_tree() -> None:
-    from stackroute.server.routing.speculator_pool import SpeculatorPool
+def test_the_pool_keeps_one_router_per_catalog_tree() -> None:
+    from stackroute.server.routing.pool import RouterPool
 
-    pool = SpeculatorPool(deep_engine(), DraftSource.ROUTES,  # type: ignore[arg-type]
-                          embedder_factory=WordEmbedder, max_catalogs=2)
+    routes = RouterOptions(speculation=DraftSource.ROUTES)
+    pool = RouterPool(deep_engine(), routes,  # type: ignore[arg-type]
+                      embedder_factory=WordEmbedder, max_catalogs=2)
     first, twin, other = (build_tree(DEEP_CATALOG) for _ in range(3))
-    speculator = pool.for_tree(first)
-    assert speculator is not None and pool.for_tree(first) is speculator
-    assert pool.for_tree(twin) is not speculator  # same name, another upload: its own
-    pool.for_tree(other)  # a third tree: the least recently used (first) is dropped
-    assert pool.for_tree(first) is not speculator
+    router = pool.router(first)
+    assert router.speculator is not None and pool.router(first) is router
+    assert pool.router(first, is_flat=True) is not router  # the flat twin has its own
+    assert pool.router(first, is_flat=True).speculator is None  # nothing to draft in one menu
+    assert pool.router(twin) is not router  # same name, another upload: its own
+    pool.router(other)  # a third tree: the least recently used (first) is dropped
+    assert pool.router(first) is not router
 
     class StepOnly(FakeEngine):
         verify_path = None  # type: ignore[assignment]
 
-    assert SpeculatorPool(StepOnly(), DraftSource.ROUTES).for_tree(first) is None  # type: ignore[arg-type]
-    assert SpeculatorPool(deep_engine(), DraftSource.OFF).for_tree(first) is None  # type: ignore[arg-type]
+    assert RouterPool(StepOnly(), routes).router(first).speculator is None  # type: ignore[arg-type]
+    off = RouterOptions(speculation=DraftSource.OFF)
+    assert RouterPool(deep_engine(), off).router(first).speculator is None  # type: ignore[arg-type]

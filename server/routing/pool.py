@@ -1,0 +1,145 @@
+"""One router per loaded catalog, shared by every request and session of the server.
+
+A router outlives a request: the guided policy's leaf evidence (an index over every leaf,
+built when the catalog loads, not on its first request), the neutral contrast's per-menu
+cache, the decision memo and per-run plans, and the speculator (whose verified decisions wait,
+keyed by run id, for the routing calls that follow; for `/v1/route` those arrive as later
+requests carrying the run's state) all pay off across requests. Keyed by the tree object (and
+flat or not): a catalog replaced or uploaded twice under one name gets its own; the least
+recently used beyond `max_catalogs` are dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.governance import Limits
+from stackroute.runtime.handlers import Executor
+from stackroute.runtime.machine import StackMachine
+from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.embeddings.leaf_index import EvidenceSource, TextEmbedder
+from stackroute.server.engines.base import Engine
+from stackroute.server.engines.verification import PathVerifier
+from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.router import (
+    EngineRouter,
+    build_machine,
+    build_router,
+    default_embedder,
+    evidence_for_tree,
+    routed_tree,
+)
+
+log = logging.getLogger(__name__)
+
+_Key = tuple[int, bool]  # id(tree), is_flat
+
+
+class RouterPool:
+    def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
+                 embedder_factory: Callable[[], TextEmbedder] | None = None,
+                 max_catalogs: int = 64) -> None:
+        self.engine = engine
+        self.options = options or RouterOptions()
+        self._embedder_factory = embedder_factory or default_embedder
+        self._embedder: TextEmbedder | None = None
+        self._is_embedder_missing = False
+        self.max_catalogs = max_catalogs
+        # key -> (tree, router, evidence); holding the tree keeps its id from being reused
+        self._routers: OrderedDict[_Key, tuple[CapabilityTree, EngineRouter]] = OrderedDict()
+        self._evidence: OrderedDict[_Key, tuple[CapabilityTree, EvidenceSource]] = \
+            OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def needs_evidence(self) -> bool:
+        recovery = self.options.recovery
+        source = self.options.speculation_in_effect
+        return (recovery is not None and recovery.needs_evidence) or (
+            self.is_speculating and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
+
+    @property
+    def is_speculating(self) -> bool:
+        """Off, guided, or an engine that cannot verify paths (vLLM, remote): step by step."""
+        return (self.options.speculation_in_effect is not DraftSource.OFF
+                and isinstance(self.engine, PathVerifier))
+
+    def prepare(self, tree: CapabilityTree) -> None:
+        """Build what the first request would otherwise wait for: the leaf index (embeds every
+        leaf, cached on disk) when the policy or the drafts use evidence."""
+        if self.needs_evidence:
+            self.evidence_for(tree)
+
+    def machine(self, tree: CapabilityTree, *, is_flat: bool = False,
+                limits: Limits | None = None,
+                executor: Executor | None = None) -> StackMachine:
+        return build_machine(tree, self.engine, is_flat=is_flat, limits=limits,
+                             executor=executor, router=self.router(tree, is_flat=is_flat))
+
+    def router(self, tree: CapabilityTree, *, is_flat: bool = False) -> EngineRouter:
+        key = (id(tree), is_flat)
+        with self._lock:
+            found = self._routers.get(key)
+            if found is not None:
+                self._routers.move_to_end(key)
+                return found[1]
+        # Building the evidence embeds every leaf (cached on disk): outside the lock.
+        routed = routed_tree(tree, is_flat=is_flat)
+        evidence = self.evidence_for(tree, is_flat=is_flat) if self.needs_evidence else None
+        router = build_router(routed, self.engine, is_flat=is_flat, options=self.options,
+                              embedder=self._embedder_or_none(tree), evidence=evidence)
+        with self._lock:
+            current = self._routers.get(key)
+            if current is not None:
+                return current[1]  # another thread built it meanwhile
+            self._routers[key] = (tree, router)
+            _bound(self._routers, self.max_catalogs)
+        return router
+
+    def evidence_for(self, tree: CapabilityTree, *, is_flat: bool = False) -> EvidenceSource:
+        key = (id(tree), is_flat)
+        with self._lock:
+            found = self._evidence.get(key)
+            if found is not None:
+                self._evidence.move_to_end(key)
+                return found[1]
+        embedder = self._embedder_or_none(tree)
+        if embedder is None:
+            from stackroute.server.routing.calibration import require_embedder
+
+            require_embedder()  # raises, naming the package
+        evidence = evidence_for_tree(routed_tree(tree, is_flat=is_flat), embedder)
+        with self._lock:
+            current = self._evidence.get(key)
+            if current is not None:
+                return current[1]
+            self._evidence[key] = (tree, evidence)
+            _bound(self._evidence, self.max_catalogs)
+        return evidence
+
+    def _embedder_or_none(self, tree: CapabilityTree) -> TextEmbedder | None:
+        """The shared embedder, loaded on first use; None (and a warning) without the
+        embedding package, so a route cache matches requests by exact text only."""
+        with self._lock:
+            if self._embedder is not None or self._is_embedder_missing:
+                return self._embedder
+        try:
+            embedder = self._embedder_factory()
+        except InputError as e:
+            with self._lock:
+                self._is_embedder_missing = True
+            log.warning("catalog %r: no embedding model (%s); route caches match requests "
+                        "by exact text only", tree.name, e)
+            return None
+        with self._lock:
+            self._embedder = embedder
+        return embedder
+
+
+def _bound(entries: OrderedDict[_Key, object], max_entries: int) -> None:
+    while len(entries) > max_entries:
+        entries.popitem(last=False)
