@@ -54,6 +54,9 @@ class RouteResponse(BaseModel):
     misstep: str | None = Field(None, description="why the answer was rejected, if it was")
     usage: UsageModel
     state: dict[str, Any] | None = None
+    routing: dict[str, str | None] = Field(
+        default_factory=dict, description="how the server routed: policy (plain | guided), "
+        "calibration (the file the guided policy read) and speculation (in effect)")
 
 
 class LimitsModel(BaseModel):

@@ -35,7 +35,8 @@ def route_response(result: RouteCallResult) -> RouteResponse:
         probabilities=dict(event.probabilities or {}), is_leaf=is_leaf,
         arguments=dict(event.arguments or {}) if is_leaf else None, misstep=result.misstep,
         usage=UsageModel(**dict(event.usage or {})),
-        state=None if result.state is None else json_safe(result.state))
+        state=None if result.state is None else json_safe(result.state),
+        routing=result.routing)
 
 
 def session_summary(row: SessionRow) -> SessionSummary:

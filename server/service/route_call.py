@@ -39,6 +39,7 @@ class RouteCallResult:
     outcome: str  # routing_outcome: "router", "leaf", "done", "back" or "misstep"
     misstep: str | None
     state: dict[str, Any] | None  # the run state after the call, when it is returned
+    routing: dict[str, str | None]  # RouterOptions.describe(): policy, calibration, speculation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,4 +93,5 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
     return RouteCallResult(
         event=event, outcome=routing_outcome(machine.tree, event),
         misstep=next((e.error for e in new if e.kind is EventKind.MISSTEP), None),
-        state=run.to_dict() if call.state is not None or call.include_state else None)
+        state=run.to_dict() if call.state is not None or call.include_state else None,
+        routing=(context.options or RouterOptions()).describe())

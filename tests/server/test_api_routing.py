@@ -130,6 +130,8 @@ def test_route_at_the_root_and_at_a_node(client: TestClient) -> None:
     assert body["probabilities"]["payments"] == pytest.approx(0.9)
     assert body["is_leaf"] is False and body["arguments"] is None and body["state"] is None
     assert body["usage"]["model_calls"] == 1 and body["usage"]["cached_tokens"] == 7
+    # the scripted engine's model has no calibration: plain
+    assert body["routing"] == {"policy": "plain", "calibration": None, "speculation": "off"}
 
     r = client.post("/v1/route", json={
         "catalog": catalog_id, "node": "payments",
@@ -401,6 +403,17 @@ WEATHER_CATALOG: dict[str, Any] = {
 
 
 @pytest.mark.model
+def test_route_answers_with_the_guided_policy_it_used(tmp_path: Path) -> None:
+    """The operator's `policy` setting reaches `/v1/route` (built-in defaults: the scripted
+    engine's model has no calibration); the leaf evidence is built when the catalog loads."""
+    with TestClient(make_app(make_settings(tmp_path, policy="guided"), PlanEngine())) as client:
+        catalog_id = upload(client)
+        r = client.post("/v1/route", json={"catalog": catalog_id, "query": "Send 5 to Asha"})
+        assert r.status_code == 200, r.text
+        assert r.json()["routing"] == {"policy": "guided", "calibration": "built-in defaults",
+                                       "speculation": "off"}
+
+
 def test_route_with_the_real_embedded_model(tmp_path: Path, embedded_model: Any) -> None:
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
