@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,17 @@ def default_embedding_model_dir() -> Path:
     if not (path / "config.json").is_file():
         raise InputError(f"no embedding model files under {path}")
     return path
+
+
+class TextEmbedder(Protocol):
+    """What the leaf index, the vector cache and the taxonomy tools need from an embedder
+    (`Embedder` below; test doubles satisfy it without inheriting)."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Unit vectors `[len(texts), dim]`, float32."""
+        ...
 
 
 class Embedder:

@@ -37,11 +37,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.lexical import Bm25Index
 
 log = logging.getLogger(__name__)
@@ -56,14 +56,6 @@ class Aggregate(StrEnum):
 
     MAX = "max"  # the best leaf below
     SOFTMAX = "softmax"  # temperature * log-sum-exp(score / temperature) over the leaves below
-
-
-class TextEmbedder(Protocol):
-    """What the index needs from an embedder (`stackroute.server.embeddings.embedder.Embedder`)."""
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Unit vectors `[len(texts), dim]`."""
-        ...
 
 
 def leaf_text(leaf: Node) -> str:

@@ -16,20 +16,12 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+from stackroute.server.embeddings.embedder import TextEmbedder
 
 log = logging.getLogger(__name__)
-
-
-class TextEmbedder(Protocol):
-    """Text → unit vectors `[n, dim]` float32 (what `server.embeddings.Embedder` provides)."""
-
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
 
 def embedding_cache_dir() -> Path:

@@ -21,7 +21,8 @@ from stackroute.runtime.governance import Limits
 from stackroute.runtime.handlers import Executor
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.tree import CapabilityTree
-from stackroute.server.embeddings.leaf_index import EvidenceSource, TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
 from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.options import DraftSource, RouterOptions

@@ -25,7 +25,8 @@ from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex, TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,

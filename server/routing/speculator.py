@@ -37,7 +37,8 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.speculation import drafted_requests, matches
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.embeddings.leaf_index import EvidenceSource, TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
 from stackroute.server.engines.verification import PathLevel, PathVerifier
 from stackroute.server.routing.options import DraftSource

@@ -12,7 +12,8 @@ from typing import Any
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.errors import InputError, Problem
 from stackroute.runtime.lint import lint_file
-from stackroute.server.embeddings.vector_cache import CachedEmbedder, TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.vector_cache import CachedEmbedder
 from stackroute.server.tools.taxonomy import (
     DEFAULT_THRESHOLDS,
     STRUCTURAL_KINDS,

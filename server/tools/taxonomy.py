@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.lint import MAX_USEFUL_DEPTH, WIDE_MENU
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.embeddings.vector_cache import TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.tools.clustering import levels_needed
 from stackroute.server.tools.words import name_tokens, split_name
 

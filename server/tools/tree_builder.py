@@ -23,7 +23,8 @@ import numpy as np
 from stackroute.runtime.catalog import build_tree, catalog_format, parse_catalog_document
 from stackroute.runtime.errors import CatalogError, InputError, Problem
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.embeddings.vector_cache import CachedEmbedder, TextEmbedder
+from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.vector_cache import CachedEmbedder
 from stackroute.server.engines.base import Engine
 from stackroute.server.tools.clustering import Group, PartitionOptions, partition
 from stackroute.server.tools.router_naming import (
