@@ -27,6 +27,7 @@ from hypothesis import seed as fixed_seed
 from hypothesis import strategies as st
 
 MAX_SECONDS = 10.0  # one answer; slower is a hang
+SEED_TIMEOUT_S = 180.0  # seeding requests (see seed_server)
 _JSON_ERROR_CODES = range(400, 600)
 # What a catalog with a plan-following leaf looks like (the scripted engine routes it).
 SEED_CATALOG = {"name": "fuzz", "description": "fuzz target", "children": [
@@ -89,8 +90,10 @@ def answer_problem(response: httpx.Response, seconds: float) -> str | None:
 
 
 def seed_server(base_url: str) -> Known:
-    """A catalog, a paused session, a finished one, and a run state to mutate."""
-    with httpx.Client(base_url=base_url, timeout=30) as client:
+    """A catalog, a paused session, a finished one, and a run state to mutate. Set-up, not a
+    fuzzed answer: a fresh server's first session builds the catalog's router (loading the
+    embedding model, 8 s or more on a busy 2-core box), so the timeout here is generous."""
+    with httpx.Client(base_url=base_url, timeout=SEED_TIMEOUT_S) as client:
         r = client.post("/v1/catalogs", json=SEED_CATALOG)
         r.raise_for_status()
         catalog_id = r.json()["id"]
