@@ -198,7 +198,8 @@ class TransformersEngine:
         results = []
         level_rows = rows_by_branch(done.logits, branches)
         for k, (ids, menu, rows) in enumerate(zip(prompts, menus, level_rows, strict=True)):
-            choice = menu.decide(lambda node, r=rows: r[node])  # type: ignore[misc]
+            choice = menu.decide(lambda node, r=rows: r[node],  # type: ignore[misc]
+                                 option_bias=levels[k].option_bias)
             usage = Usage(prompt_tokens=len(ids),
                           generated_tokens=len(menu.sequence(choice.choice)))
             if k == 0:

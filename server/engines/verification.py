@@ -15,7 +15,7 @@ those engines route step by step (`docs/architecture.md`, speculative routing).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -25,11 +25,13 @@ from stackroute.server.engines.base import EngineError, MenuResult, PromptInput
 @dataclass(frozen=True)
 class PathLevel:
     """One level of a drafted path: the prompt and menu step-by-step routing would see there,
-    and the name the draft answers."""
+    the name the draft answers, and the additive log-space bias step-by-step routing would
+    put on the options there (the guided policy's evidence prior and contrast; none: plain)."""
 
     prompt: PromptInput
     options: tuple[str, ...]
     draft: str
+    option_bias: Mapping[str, float] | None = None
 
 
 class PathLayoutError(EngineError, ValueError):

@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.router import RoutingRequest
@@ -37,6 +37,7 @@ class ScoredMenu:
     evidence: Evidence | None = None
     usage: Usage = field(default_factory=Usage)  # what this scoring cost now (0 if reused)
     is_reused: bool = False
+    speculation: dict[str, Any] | None = None  # a path verified ahead from here
 
     @property
     def choice(self) -> str:
@@ -76,6 +77,8 @@ class ScoredMenu:
             out["evidence_top"] = [[p, round(s, 4)] for p, s in self.evidence.top(top_k)]
         if self.is_reused:
             out["is_reused"] = True
+        if self.speculation is not None:
+            out["speculation"] = self.speculation
         return out
 
 
@@ -84,8 +87,9 @@ class MenuScorer:
 
     def __init__(self, engine: Engine, *, evidence: EvidenceSource | None = None,
                  prior: PriorOptions | None = None, contrast: NeutralContrast | None = None,
-                 max_memo: int = 4096) -> None:
+                 prefetcher: Prefetcher | None = None, max_memo: int = 4096) -> None:
         self.engine = engine
+        self.prefetcher = prefetcher
         self.evidence = evidence
         self.prior_options = prior
         self.contrast = contrast
@@ -96,7 +100,9 @@ class MenuScorer:
     def evidence_for(self, request: RoutingRequest) -> Evidence | None:
         return None if self.evidence is None else self.evidence.for_request(request.task)
 
-    def score(self, request: RoutingRequest) -> ScoredMenu:
+    def bias_for(self, request: RoutingRequest) -> MenuBias:
+        """The additive log bias on `request`'s options: the evidence prior, plus the neutral
+        contrast on a fresh frame (a model call the first time a menu is seen)."""
         started = time.perf_counter()
         evidence = self.evidence_for(request)
         prior = None
@@ -113,7 +119,27 @@ class MenuScorer:
             contrast, contrast_usage = self.contrast.bias(request)
             usage = usage + contrast_usage
             bias = {o: bias.get(o, 0.0) + contrast.get(o, 0.0) for o in request.menu.options}
-        key = (request.prompt, request.menu.options, tuple(sorted(bias.items())))
+        return MenuBias(bias=bias, prior=prior, contrast=contrast, evidence=evidence,
+                        usage=usage)
+
+    def remember(self, request: RoutingRequest, bias: Mapping[str, float],
+                 result: MenuResult) -> None:
+        """`result` is the engine's choice for `request` under `bias` (computed elsewhere:
+        a verified path); `score` answers from it."""
+        self._memo.put(_memo_key(request, bias), result)
+
+    def is_known(self, request: RoutingRequest, bias: Mapping[str, float]) -> bool:
+        return self._memo.get(_memo_key(request, bias)) is not None
+
+    def score(self, request: RoutingRequest) -> ScoredMenu:
+        menu_bias = self.bias_for(request)
+        bias, usage = menu_bias.bias, menu_bias.usage
+        speculation: dict[str, Any] | None = None
+        if self.prefetcher is not None:
+            fetched = self.prefetcher.prefetch(self, request, bias)
+            if fetched is not None:
+                usage, speculation = usage + fetched[0], fetched[1]
+        key = _memo_key(request, bias)
         result = self._memo.get(key)
         is_reused = result is not None
         if result is None:
@@ -121,8 +147,32 @@ class MenuScorer:
                                         option_bias=bias or None)
             usage = usage + result.usage
             self._memo.put(key, result)
-        return ScoredMenu(result=result, bias=bias, prior=prior, contrast=contrast,
-                          evidence=evidence, usage=usage, is_reused=is_reused)
+        return ScoredMenu(result=result, bias=bias, prior=menu_bias.prior,
+                          contrast=menu_bias.contrast, evidence=menu_bias.evidence,
+                          usage=usage, is_reused=is_reused and speculation is None,
+                          speculation=speculation)
+
+
+@dataclass(frozen=True)
+class MenuBias:
+    bias: dict[str, float]
+    prior: MenuPrior | None
+    contrast: dict[str, float] | None
+    evidence: Evidence | None
+    usage: Usage  # the request's embedding, the prior, a first contrast call
+
+
+class Prefetcher(Protocol):
+    def prefetch(self, scorer: MenuScorer, request: RoutingRequest,
+                 bias: Mapping[str, float]) -> tuple[Usage, dict[str, Any]] | None:
+        """Fill `scorer`'s memo ahead (a verified path); its cost and what it did, or None
+        when it did nothing."""
+        ...
+
+
+def _memo_key(request: RoutingRequest, bias: Mapping[str, float],
+              ) -> tuple[Prompt, tuple[str, ...], tuple[tuple[str, float], ...]]:
+    return request.prompt, request.menu.options, tuple(sorted(bias.items()))
 
 
 def _tilt(probabilities: Mapping[str, float], bias: Mapping[str, float]) -> dict[str, float]:

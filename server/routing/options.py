@@ -39,7 +39,7 @@ class RouterOptions:
     """`recovery` None routes with the model alone (the plain policy); set, it is the guided
     policy with the mechanisms a calibration turned on (`calibration` names where they came
     from, for the trace). `speculation` verifies drafted paths in one pass; decisions never
-    change. It applies to the plain policy; guided routing goes step by step."""
+    change (plain: `speculator.py`; guided: `path_prefetch.py`)."""
 
     recovery: RecoveryOptions | None = None
     calibration: str | None = None
@@ -50,11 +50,7 @@ class RouterOptions:
     def policy(self) -> Policy:
         return Policy.PLAIN if self.recovery is None else Policy.GUIDED
 
-    @property
-    def speculation_in_effect(self) -> DraftSource:
-        return self.speculation if self.recovery is None else DraftSource.OFF
-
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed."""
         return {"policy": self.policy.value, "calibration": self.calibration,
-                "speculation": self.speculation_in_effect.value}
+                "speculation": self.speculation.value}

@@ -59,14 +59,14 @@ class RouterPool:
     @property
     def needs_evidence(self) -> bool:
         recovery = self.options.recovery
-        source = self.options.speculation_in_effect
+        source = self.options.speculation
         return (recovery is not None and recovery.needs_evidence) or (
             self.is_speculating and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
 
     @property
     def is_speculating(self) -> bool:
         """Off, guided, or an engine that cannot verify paths (vLLM, remote): step by step."""
-        return (self.options.speculation_in_effect is not DraftSource.OFF
+        return (self.options.speculation is not DraftSource.OFF
                 and isinstance(self.engine, PathVerifier))
 
     def prepare(self, tree: CapabilityTree) -> None:

@@ -38,6 +38,7 @@ from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.path_prefetch import PathPrefetcher
 from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
 from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
 
@@ -50,11 +51,13 @@ class EngineRouter:
 
     def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
                  evidence: EvidenceSource | None = None,
-                 speculator: Speculator | None = None) -> None:
+                 speculator: Speculator | None = None,
+                 prefetcher: PathPrefetcher | None = None) -> None:
         self.engine = engine
         self.options = options or RouterOptions()
         self.policy: RecoveryPolicy | None = None
-        self.speculator = speculator
+        self.speculator = speculator  # plain policy: drafts verified, decisions handed out
+        self.prefetcher = prefetcher  # guided policy: drafts verified into the scorer's memo
         recovery = self.options.recovery
         if recovery is not None:
             if recovery.needs_evidence and evidence is None:
@@ -63,14 +66,17 @@ class EngineRouter:
             contrast = NeutralContrast(engine, strength=recovery.contrast_strength) \
                 if recovery.is_contrast_enabled else None
             scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
-                                contrast=contrast)
+                                contrast=contrast, prefetcher=prefetcher)
             self.policy = RecoveryPolicy(scorer, recovery)
 
     def route(self, request: RoutingRequest) -> Decision:
         step = self._menu_step(request)
         child = request.node.child(step.choice)
-        if child is not None and child.is_leaf and self.speculator is not None:
-            self.speculator.record(request, child)
+        if child is not None and child.is_leaf:
+            if self.speculator is not None:
+                self.speculator.record(request, child)
+            if self.prefetcher is not None:
+                self.prefetcher.drafter.record(request, child)
         step.detail["policy"] = self.options.policy.value
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
@@ -184,8 +190,9 @@ def build_router(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
     nearest embedding when `embedder` or the evidence has one), unless a long-lived
     `speculator` is given."""
     options = options or RouterOptions()
-    source = options.speculation_in_effect
-    if options.recovery is not None:  # guided routing decides step by step (options.py)
+    source = options.speculation
+    is_guided = options.recovery is not None
+    if is_guided:  # guided speculation fills the scorer's memo instead (path_prefetch.py)
         speculator = None
     builds_speculator = (not is_flat and speculator is None and source is not DraftSource.OFF
                          and isinstance(engine, PathVerifier))  # else: step by step anyway
@@ -201,8 +208,11 @@ def build_router(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
         if route_cache is None and source in (DraftSource.ROUTES, DraftSource.BOTH):
             route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
         drafter = make_drafter(source, evidence=evidence, routes=route_cache)
+        if drafter is not None and is_guided and isinstance(engine, PathVerifier):
+            return EngineRouter(engine, options, evidence=evidence,
+                                prefetcher=PathPrefetcher(engine, drafter))
         speculator = None if drafter is None else Speculator(engine, drafter)
-    return EngineRouter(engine, options, evidence=evidence if options.recovery else None,
+    return EngineRouter(engine, options, evidence=evidence if is_guided else None,
                         speculator=speculator)
 
 

@@ -298,12 +298,13 @@ def test_route_cache_drafts_the_route_taken_for_the_same_or_a_similar_request() 
     assert unrelated.usage.speculated_levels == 0
 
 
-def test_guided_routing_goes_step_by_step() -> None:
+def test_the_options_describe_themselves() -> None:
     from stackroute.server.routing.recovery import RecoveryOptions
 
-    options = RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE)
-    assert options.speculation_in_effect is DraftSource.OFF
-    assert options.describe()["speculation"] == "off"
+    guided = RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE,
+                           calibration="m.json")
+    assert guided.describe() == {"policy": "guided", "calibration": "m.json",
+                                 "speculation": "evidence"}
     plain = RouterOptions(speculation=DraftSource.EVIDENCE)
     assert plain.describe() == {"policy": "plain", "calibration": None,
                                 "speculation": "evidence"}

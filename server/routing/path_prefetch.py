@@ -1,0 +1,106 @@
+"""Guided routing with speculation: verify a drafted path in one pass, each level under the
+very bias guided routing would put there, and keep every level's result where the step-by-step
+decision will look for it.
+
+The guided policy's decision at a menu is `engine.choose(prompt, options, option_bias=b)`
+followed by rules on the scored menu (backtrack, beam, fallback, finish). The evidence prior
+and the neutral contrast are additive on the options' logits, so the engine can apply each
+level's `b` to that level's menu trie inside the one verification pass (`PathLevel.
+option_bias`). The results go into the `MenuScorer`'s memo under the exact (prompt, options,
+bias) key the decision would compute; when the machine reaches that frame, the scorer answers
+from the memo and the policy applies its rules to the same numbers. Decisions are those of
+step-by-step guided routing by construction: a level the machine does not reach (another
+choice, a backtrack) is simply never asked for. As for plain speculation, a level is kept
+only while every level above chose its drafted name, and not when its margin is too close to
+trust the long pass's rounding.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.speculation import drafted_requests
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import ContextOverflowError
+from stackroute.server.engines.verification import PathLevel, PathVerifier
+from stackroute.server.routing.contrast import is_fresh
+from stackroute.server.routing.menu_scoring import MenuScorer
+from stackroute.server.routing.speculator import (
+    DEFAULT_MAX_FAILED_DRAFTS,
+    DEFAULT_MAX_LEVELS,
+    DEFAULT_MIN_MARGIN,
+    MAX_RUNS_WAITING,
+    Drafter,
+)
+
+log = logging.getLogger(__name__)
+
+
+class PathPrefetcher:
+    def __init__(self, verifier: PathVerifier, drafter: Drafter, *,
+                 min_margin: float = DEFAULT_MIN_MARGIN, max_levels: int = DEFAULT_MAX_LEVELS,
+                 max_failed_drafts: int = DEFAULT_MAX_FAILED_DRAFTS) -> None:
+        self.verifier = verifier
+        self.drafter = drafter
+        self.min_margin = min_margin
+        self.max_levels = max_levels
+        self.max_failed_drafts = max_failed_drafts
+        self._failed: OrderedDict[str, int] = OrderedDict()  # run id -> failed drafts
+        self._lock = threading.Lock()
+
+    def prefetch(self, scorer: MenuScorer, request: RoutingRequest,
+                 bias: Mapping[str, float]) -> tuple[Usage, dict[str, Any]] | None:
+        if not is_fresh(request) or scorer.is_known(request, bias):
+            return None
+        with self._lock:
+            if self._failed.get(request.run_id, 0) >= self.max_failed_drafts:
+                return None
+        draft = self.drafter.draft(request)
+        if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
+            return None
+        names = draft.names[:self.max_levels]
+        requests = drafted_requests(request, names)
+        biases: list[Mapping[str, float]] = [bias]
+        usage = Usage()
+        for drafted in requests[1:]:
+            level_bias = scorer.bias_for(drafted)
+            biases.append(level_bias.bias)
+            usage = usage + level_bias.usage
+        try:
+            results = self.verifier.verify_path([
+                PathLevel(r.prompt, r.menu.options, name, option_bias=b or None)
+                for r, name, b in zip(requests, names, biases, strict=True)])
+        except (ValueError, ContextOverflowError) as e:
+            log.debug("draft %s not verifiable: %s", "/".join(names), e)
+            return None if usage.model_calls == 0 else (usage, {"levels": len(names),
+                                                               "accepted": 0,
+                                                               "source": draft.source,
+                                                               "fallback": "unverifiable"})
+        kept = 0
+        for k, (drafted, level_bias, result) in enumerate(zip(requests, biases, results,
+                                                             strict=True)):
+            if result.margin < self.min_margin:
+                break
+            scorer.remember(drafted, level_bias, result)
+            kept += 1
+            if result.choice != names[k]:
+                break  # the first disagreement is itself the step-by-step choice
+        if kept < 2:
+            self._count_failure(request.run_id)
+        accepted = sum(results[k].choice == names[k] for k in range(kept))
+        usage = usage + results[0].usage + Usage(speculated_levels=len(names),
+                                                 accepted_levels=accepted)
+        return usage, {"levels": len(names), "kept": kept, "accepted": accepted,
+                       "source": draft.source}
+
+    def _count_failure(self, run_id: str) -> None:
+        with self._lock:
+            self._failed[run_id] = self._failed.get(run_id, 0) + 1
+            self._failed.move_to_end(run_id)
+            while len(self._failed) > MAX_RUNS_WAITING:
+                self._failed.popitem(last=False)
