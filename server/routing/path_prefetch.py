@@ -18,8 +18,6 @@ trust the long pass's rounding.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +32,7 @@ from stackroute.server.routing.speculator import (
     DEFAULT_MAX_FAILED_DRAFTS,
     DEFAULT_MAX_LEVELS,
     DEFAULT_MIN_MARGIN,
-    MAX_RUNS_WAITING,
+    DraftBudget,
     Drafter,
 )
 
@@ -49,17 +47,14 @@ class PathPrefetcher:
         self.drafter = drafter
         self.min_margin = min_margin
         self.max_levels = max_levels
-        self.max_failed_drafts = max_failed_drafts
-        self._failed: OrderedDict[str, int] = OrderedDict()  # run id -> failed drafts
-        self._lock = threading.Lock()
+        self.budget = DraftBudget(max_failed_drafts)
 
     def prefetch(self, scorer: MenuScorer, request: RoutingRequest,
                  bias: Mapping[str, float]) -> tuple[Usage, dict[str, Any]] | None:
         if not is_fresh(request) or scorer.is_known(request, bias):
             return None
-        with self._lock:
-            if self._failed.get(request.run_id, 0) >= self.max_failed_drafts:
-                return None
+        if self.budget.is_spent(request.run_id):
+            return None
         draft = self.drafter.draft(request)
         if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
             return None
@@ -91,16 +86,9 @@ class PathPrefetcher:
             if result.choice != names[k]:
                 break  # the first disagreement is itself the step-by-step choice
         if kept < 2:
-            self._count_failure(request.run_id)
+            self.budget.count_failure(request.run_id)
         accepted = sum(results[k].choice == names[k] for k in range(kept))
         usage = usage + results[0].usage + Usage(speculated_levels=len(names),
                                                  accepted_levels=accepted)
         return usage, {"levels": len(names), "kept": kept, "accepted": accepted,
                        "source": draft.source}
-
-    def _count_failure(self, run_id: str) -> None:
-        with self._lock:
-            self._failed[run_id] = self._failed.get(run_id, 0) + 1
-            self._failed.move_to_end(run_id)
-            while len(self._failed) > MAX_RUNS_WAITING:
-                self._failed.popitem(last=False)

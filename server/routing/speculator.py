@@ -182,6 +182,27 @@ class FirstDraft(Drafter):
             drafter.record(request, leaf)
 
 
+class DraftBudget:
+    """Failed drafts per run (a draft that kept fewer than two levels saved no call and cost a
+    longer pass); a run with `max_failed` of them routes step by step from then on."""
+
+    def __init__(self, max_failed: int) -> None:
+        self.max_failed = max_failed
+        self._failed: OrderedDict[str, int] = OrderedDict()  # run id -> failed drafts
+        self._lock = threading.Lock()
+
+    def is_spent(self, run_id: str) -> bool:
+        with self._lock:
+            return self._failed.get(run_id, 0) >= self.max_failed
+
+    def count_failure(self, run_id: str) -> None:
+        with self._lock:
+            self._failed[run_id] = self._failed.get(run_id, 0) + 1
+            self._failed.move_to_end(run_id)
+            while len(self._failed) > MAX_RUNS_WAITING:
+                self._failed.popitem(last=False)
+
+
 @dataclass
 class _Waiting:
     request: RoutingRequest
@@ -208,7 +229,7 @@ class Speculator:
         self.max_levels = max_levels
         self.max_failed_drafts = max_failed_drafts
         self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
-        self._failed: OrderedDict[str, int] = OrderedDict()  # run id -> failed drafts
+        self.budget = DraftBudget(max_failed_drafts)
         self._lock = threading.Lock()
 
     def step(self, request: RoutingRequest,
@@ -217,7 +238,7 @@ class Speculator:
         if waiting is not None:
             return waiting
         verifier = self.verifier
-        if verifier is None or self._is_out_of_budget(request.run_id):
+        if verifier is None or self.budget.is_spent(request.run_id):
             return step_by_step(request)
         draft = self.drafter.draft(request)
         if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
@@ -236,7 +257,7 @@ class Speculator:
             return step_by_step(request)
         kept = self._kept(results, names)
         if len(kept) < 2:
-            self._count_failure(request.run_id)
+            self.budget.count_failure(request.run_id)
         if not kept:  # even level 1 was too close to call from the long pass
             fallback = step_by_step(request)
             return replace(fallback, usage=results[0].usage + fallback.usage, detail={
@@ -266,17 +287,6 @@ class Speculator:
 
     def record(self, request: RoutingRequest, leaf: Node) -> None:
         self.drafter.record(request, leaf)
-
-    def _is_out_of_budget(self, run_id: str) -> bool:
-        with self._lock:
-            return self._failed.get(run_id, 0) >= self.max_failed_drafts
-
-    def _count_failure(self, run_id: str) -> None:
-        with self._lock:
-            self._failed[run_id] = self._failed.get(run_id, 0) + 1
-            self._failed.move_to_end(run_id)
-            while len(self._failed) > MAX_RUNS_WAITING:
-                self._failed.popitem(last=False)
 
     def _kept(self, results: Sequence[MenuResult], names: Sequence[str]) -> list[MenuResult]:
         kept: list[MenuResult] = []
