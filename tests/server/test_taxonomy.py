@@ -20,9 +20,9 @@ from stackroute.server.tools.taxonomy import (
     DEFAULT_THRESHOLDS,
     FindingKind,
     OverlapThresholds,
-    compare_names,
     overlap_findings,
 )
+from stackroute.server.tools.tree_checks import compare_names
 from taxonomy_kit import FakeEmbedder, leaf, router
 
 K = FindingKind
@@ -215,7 +215,8 @@ def test_real_embedder_flags_seal_tools_style_overlaps(real_embedder: CachedEmbe
     ]
 
 
-@pytest.mark.parametrize("module", ["words", "taxonomy", "router_naming", "clustering"])
+@pytest.mark.parametrize("module", ["words", "taxonomy", "tree_checks", "router_naming",
+                                    "clustering"])
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"stackroute.server.tools.{module}"))
     assert result.attempted > 0 and result.failed == 0
