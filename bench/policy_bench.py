@@ -11,8 +11,8 @@ Rows, one model (the engine's) and one process:
   calibration's evidence prior and recovery, the finish rule);
 - `evidence alone`: the best leaf by the very evidence `guided` uses, called when it scores at
   least the calibration's `out_of_scope_score` (no model);
-- `MiniLM alone`: the same with cosine on the leaf's name and description only (today's
-  floor; identical to `evidence alone` while the evidence is MiniLM on that text).
+- `MiniLM alone`: the floor before the lexical evidence: cosine on the leaf's name and
+  description only, called when it reaches the old calibration's 0.288.
 Suites: semantic-overlap 16/32/64, noisy-two-step and clean-semantic at 32 (report seed 0; the
 calibration used seed 1), Seal-Tools `test` and `test-ood` single-tool queries (the tree
 catalog, descriptions cut to 120 characters so the 146-option root menu fits the context;
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ from stackroute.server.tools.evaluate import EvalSummary, Query
 log = logging.getLogger(__name__)
 
 REPORT_SEED = 0
+_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 MODEL_ROWS = ("flat", "plain", "guided")
 EVIDENCE_ROWS = ("evidence alone", "MiniLM alone")
 
@@ -67,6 +69,32 @@ def suites(sizes: Sequence[int], *, limit: int, seal: int) -> list[Dataset]:
             queries = seal_queries(SEAL_DIR / f"{split}.queries.jsonl", single=seal, multi=0)
             out.append(Dataset(f"seal-tools-{split}", tree, queries, style))
     return out
+
+
+MINILM_OUT_OF_SCOPE = 0.288  # the calibration's threshold for MiniLM alone
+
+
+class MiniLmAlone:
+    """Cosine between the request and `name words: description`, nothing else."""
+
+    def __init__(self, tree: Any, embedder: Any) -> None:
+        from stackroute.server.embeddings.leaf_index import _depth_first, _report_path
+
+        leaves, _ = _depth_first(tree.root)
+        texts = []
+        for leaf in leaves:
+            words = " ".join(w.lower() for w in _WORDS.split(leaf.name) if w)
+            description = " ".join(leaf.description.split())
+            texts.append(f"{words}: {description}" if description else words)
+        self.paths = [_report_path(leaf) for leaf in leaves]
+        self.vectors = embedder.embed(texts)
+        self.embedder = embedder
+
+    def is_right(self, query: Query) -> bool:
+        scores = self.vectors @ self.embedder.embed([query.query])[0]
+        best = int(scores.argmax())
+        called = (self.paths[best],) if scores[best] >= MINILM_OUT_OF_SCOPE else ()
+        return called == query.gold
 
 
 def evidence_alone(evidence: EvidenceSource, query: Query, threshold: float) -> bool:
@@ -101,8 +129,10 @@ def _p95(values: Sequence[float]) -> float:
 
 
 def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions,
-                out_queries: Any, *, max_argument_tokens: int) -> dict[str, Any]:
+                out_queries: Any, *, max_argument_tokens: int,
+                flat_limit: int) -> dict[str, Any]:
     evidence = evidence_for_tree(data.tree, embedder)
+    minilm = MiniLmAlone(data.tree, embedder)
     is_seal = data.name.startswith("seal-tools")
     rows = [r for r in MODEL_ROWS if not (is_seal and r == "flat")]
     plain = RouterOptions(max_argument_tokens=max_argument_tokens)
@@ -116,9 +146,14 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
     threshold = guided.recovery.out_of_scope_score if guided.recovery else 0.0
     outcomes: dict[str, list[Outcome]] = {r: [] for r in rows}
     alone: list[bool] = []
+    floor: list[bool] = []
+    flat_queries = data.queries[:flat_limit]
     for n, query in enumerate(data.queries, 1):
         alone.append(evidence_alone(evidence, query, threshold))
+        floor.append(minilm.is_right(query))
         for r in rows:
+            if r == "flat" and n > flat_limit:
+                continue
             outcome = run_one(machines[r], data.tree, query)
             outcomes[r].append(outcome)
             out_queries.write(json.dumps({"dataset": data.name, "row": r,
@@ -128,10 +163,12 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
         log.info("%s %d/%d: %s evidence=%d", data.name, n, len(data.queries),
                  " ".join(f"{r}={int(outcomes[r][-1].result.is_success)}" for r in rows),
                  alone[-1])
-    table = {r: summarize(outcomes[r], data.queries) for r in rows}
-    for r in EVIDENCE_ROWS:
-        table[r] = {"success": sum(alone) / max(len(alone), 1), "model_calls_mean": 0.0}
-    return {"num_queries": len(data.queries), "rows": table}
+    table = {r: summarize(outcomes[r], flat_queries if r == "flat" else data.queries)
+             for r in rows}
+    for r, right in zip(EVIDENCE_ROWS, (alone, floor), strict=True):
+        table[r] = {"success": sum(right) / max(len(right), 1), "model_calls_mean": 0.0}
+    return {"num_queries": len(data.queries), "num_flat_queries": len(flat_queries),
+            "rows": table}
 
 
 def print_table(results: dict[str, Any]) -> None:
@@ -157,8 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=24, help="queries per generated suite")
     parser.add_argument("--seal", type=int, default=100,
                         help="single-tool queries per Seal-Tools split (0: none)")
-    parser.add_argument("--max-argument-tokens", type=int, default=64)
+    parser.add_argument("--flat-limit", type=int, default=6,
+                        help="queries per suite through the flat row (its cold prefill of "
+                        "every leaf costs 30-100 s a query on CPU)")
+    parser.add_argument("--max-argument-tokens", type=int, default=384,
+                        help="the product's default cap")
     parser.add_argument("--out", type=Path, default=Path("bench/out/policy"))
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="run only these suites (names as in the table)")
     parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -176,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     data_sets = suites(args.sizes, limit=args.limit, seal=args.seal)
     if args.smoke:
         data_sets = data_sets[:1]
+    if args.only:
+        data_sets = [d for d in data_sets if d.name in args.only]
     results: dict[str, Any] = {"environment": engine_environment(engine, git=git),
                                "command": " ".join(["policy_bench", *(argv or [])]),
                                "guided": guided.describe(),
@@ -185,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         for data in data_sets:
             results["suites"][data.name] = run_dataset(
                 engine, embedder, data, guided, out_queries,
-                max_argument_tokens=args.max_argument_tokens)
+                max_argument_tokens=args.max_argument_tokens, flat_limit=args.flat_limit)
             (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     results["seconds"] = round(time.time() - started, 1)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")

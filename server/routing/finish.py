@@ -63,14 +63,27 @@ class FinishCheck:
         index = evidence.index
         self._report_path = dict(zip(index.paths, index.report_paths, strict=True))
 
-    def check(self, task: str, calls: tuple[str, ...]) -> Finish:
-        if not calls:
-            return Finish(False, {})
-        asks: list[str] = []
+    def asks(self, task: str) -> list[tuple[str, str]]:
+        """The parts of `task` that ask for a capability, in order, with their best leaf."""
+        out = []
         for part in request_parts(task):
             leaf, score = self.evidence.for_request(part).best()
             if score >= self.min_part_score:
-                asks.append(self._report_path[leaf])
+                out.append((part, self._report_path[leaf]))
+        return out
+
+    def current_part(self, task: str, calls: tuple[str, ...]) -> str | None:
+        """In a request of several asks, the one the next call serves (the k-th call serves
+        the k-th ask, so the calls follow the request's order); None for a request of one."""
+        asks = self.asks(task)
+        if len(asks) < 2 or len(calls) >= len(asks):
+            return None
+        return asks[len(calls)][0]
+
+    def check(self, task: str, calls: tuple[str, ...]) -> Finish:
+        if not calls:
+            return Finish(False, {})
+        asks = [leaf for _, leaf in self.asks(task)]
         called = set(calls)
         missing = [leaf for leaf in dict.fromkeys(asks) if leaf not in called]
         is_done = len(asks) <= 1 or len(calls) >= len(asks) or not missing

@@ -22,6 +22,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Evidence, EvidenceSource
 from stackroute.server.engines.base import Engine, MenuResult
 from stackroute.server.routing.contrast import NeutralContrast, is_fresh
+from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.prior import MenuPrior, PriorOptions, menu_prior
 
@@ -87,9 +88,11 @@ class MenuScorer:
 
     def __init__(self, engine: Engine, *, evidence: EvidenceSource | None = None,
                  prior: PriorOptions | None = None, contrast: NeutralContrast | None = None,
-                 prefetcher: Prefetcher | None = None, max_memo: int = 4096) -> None:
+                 prefetcher: Prefetcher | None = None, focus: FinishCheck | None = None,
+                 max_memo: int = 4096) -> None:
         self.engine = engine
         self.prefetcher = prefetcher
+        self.focus = focus
         self.evidence = evidence
         self.prior_options = prior
         self.contrast = contrast
@@ -98,7 +101,14 @@ class MenuScorer:
                         MenuResult] = Lru(max_entries=max_memo)
 
     def evidence_for(self, request: RoutingRequest) -> Evidence | None:
-        return None if self.evidence is None else self.evidence.for_request(request.task)
+        """The request's leaf evidence; in a request of several asks, the evidence of the ask
+        the next call serves (so calls follow the request's order: "export X, then cancel
+        Y" exports first, though the whole request may match cancel best)."""
+        if self.evidence is None:
+            return None
+        part = None if self.focus is None else self.focus.current_part(request.task,
+                                                                         request.calls)
+        return self.evidence.for_request(part or request.task)
 
     def bias_for(self, request: RoutingRequest) -> MenuBias:
         """The additive log bias on `request`'s options: the evidence prior, plus the neutral

@@ -37,7 +37,6 @@ from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
 from stackroute.server.routing.contrast import is_fresh
-from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
 from stackroute.server.routing.prior import PriorOptions
@@ -144,8 +143,7 @@ class RecoveryPolicy:
         self.options = options
         self.max_runs = max_runs
         self._plans: Lru[str, Plan] = Lru(max_entries=max_runs)
-        self.finish = FinishCheck(scorer.evidence, min_part_score=options.finish_part_score) \
-            if options.is_finish_enabled and scorer.evidence is not None else None
+        self.finish = scorer.focus if options.is_finish_enabled else None
 
     def decide(self, request: RoutingRequest) -> MenuStep:
         finished = self._finish(request)

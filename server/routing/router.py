@@ -36,6 +36,7 @@ from stackroute.server.engines.base import (
 )
 from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
+from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
@@ -65,8 +66,11 @@ class EngineRouter:
                                  "EvidenceSource (build_machine makes one)")
             contrast = NeutralContrast(engine, strength=recovery.contrast_strength) \
                 if recovery.is_contrast_enabled else None
+            # The request's asks, part by part: the finish rule and the evidence's focus.
+            asks = FinishCheck(evidence, min_part_score=recovery.finish_part_score) \
+                if recovery.is_finish_enabled and evidence is not None else None
             scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
-                                contrast=contrast, prefetcher=prefetcher)
+                                contrast=contrast, prefetcher=prefetcher, focus=asks)
             self.policy = RecoveryPolicy(scorer, recovery)
 
     def route(self, request: RoutingRequest) -> Decision:

@@ -74,3 +74,21 @@ def test_without_finish_the_same_model_makes_a_second_call() -> None:
                 is_backtracking_enabled=False, is_fallback_enabled=False,
                 is_finish_enabled=False)
     assert len(state.calls) >= 2
+
+
+def test_the_next_call_serves_the_next_ask_in_the_requests_order() -> None:
+    task = "Send a gift of money to a friend, then pay the water bill"
+    asks = check()
+    assert [leaf for _, leaf in asks.asks(task)] == ["transfers/send_gift", "billing/pay_water"]
+    assert asks.current_part(task, ()) == "Send a gift of money to a friend"
+    assert asks.current_part(task, ("transfers/send_gift",)) == "pay the water bill"
+    assert asks.current_part(task, ("a", "b")) is None
+    assert asks.current_part("pay the water bill", ()) is None  # one ask: the whole request
+
+
+def test_a_guided_run_of_two_asks_calls_them_in_order() -> None:
+    # Without the focus the whole request's evidence points at the water bill first.
+    engine = FakeEngine({"DONE": -5.0, "BACK": -5.0})
+    state = run(house_tree(), engine, "send a gift of money, then pay the water bill now "
+                "pay water bill", is_contrast_enabled=False, finish_part_score=0.3)
+    assert [c["path"] for c in state.calls] == ["transfers/send_gift", "billing/pay_water"]
