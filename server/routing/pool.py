@@ -91,8 +91,13 @@ class RouterPool:
         # Building the evidence embeds every leaf (cached on disk): outside the lock.
         routed = routed_tree(tree, is_flat=is_flat)
         evidence = self.evidence_for(tree, is_flat=is_flat) if self.needs_evidence else None
+        # The embedder only matches near-identical requests in a route cache: load it (about
+        # 90 MB, seconds) only for one.
+        uses_routes = self.is_speculating and not is_flat and self.options.speculation in (
+            DraftSource.ROUTES, DraftSource.BOTH)
         router = build_router(routed, self.engine, is_flat=is_flat, options=self.options,
-                              embedder=self._embedder_or_none(tree), evidence=evidence)
+                              embedder=self._embedder_or_none(tree) if uses_routes else None,
+                              evidence=evidence)
         with self._lock:
             current = self._routers.get(key)
             if current is not None:

@@ -493,3 +493,21 @@ def test_the_pool_keeps_one_router_per_catalog_tree() -> None:
     assert RouterPool(StepOnly(), routes).router(first).speculator is None  # type: ignore[arg-type]
     off = RouterOptions(speculation=DraftSource.OFF)
     assert RouterPool(deep_engine(), off).router(first).speculator is None  # type: ignore[arg-type]
+
+
+def test_the_pool_loads_no_embedder_it_would_not_use() -> None:
+    """A plain router that cannot speculate (an engine without `verify_path`) needs no
+    embedding model: loading one (seconds) on a session's first step delayed its 201."""
+    from stackroute.server.routing.pool import RouterPool
+
+    class StepOnly(FakeEngine):
+        verify_path = None  # type: ignore[assignment]
+
+    def no_embedder() -> Any:
+        raise AssertionError("the embedder was loaded")
+
+    tree = build_tree(DEEP_CATALOG)
+    pool = RouterPool(StepOnly(), RouterOptions(speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
+                      embedder_factory=no_embedder)
+    pool.prepare(tree)
+    assert pool.router(tree).speculator is None
