@@ -47,7 +47,7 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.routing.calibration import router_options
 from stackroute.server.routing.options import Policy, RouterOptions
 from stackroute.server.routing.router import build_machine, evidence_for_tree
-from stackroute.server.tools.evaluate import EvalSummary, Query
+from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult
 
 log = logging.getLogger(__name__)
 
@@ -129,12 +129,12 @@ def _p95(values: Sequence[float]) -> float:
 
 
 def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions,
-                out_queries: Any, *, max_argument_tokens: int,
-                flat_limit: int) -> dict[str, Any]:
+                out_queries: Any, *, max_argument_tokens: int, flat_limit: int,
+                model_rows: Sequence[str] = MODEL_ROWS) -> dict[str, Any]:
     evidence = evidence_for_tree(data.tree, embedder)
     minilm = MiniLmAlone(data.tree, embedder)
     is_seal = data.name.startswith("seal-tools")
-    rows = [r for r in MODEL_ROWS if not (is_seal and r == "flat")]
+    rows = [r for r in model_rows if not (is_seal and r == "flat")]
     plain = RouterOptions(max_argument_tokens=max_argument_tokens)
     options = {"flat": plain, "plain": plain,
                "guided": RouterOptions(recovery=guided.recovery,
@@ -171,6 +171,42 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
             "rows": table}
 
 
+def summarize_file(out: Path) -> dict[str, Any]:
+    """The model rows rebuilt from `queries.jsonl` (a run cut short keeps what it finished),
+    merged with `results.json`'s evidence rows and the evidence-only run's, if any."""
+    rows: dict[str, dict[str, list[tuple[Outcome, Query]]]] = {}
+    for line in (out / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        result = QueryResult(id=record["id"], tags=tuple(record["tags"]),
+                             gold=tuple(record["gold"]), called=tuple(record["called"]),
+                             is_success=record["success"],
+                             is_args_success=record["args_success"],
+                             outcome=record["outcome"], usage=record["usage"],
+                             format_failures=record["format_failures"],
+                             error=record.get("error"))
+        query = Query(id=record["id"], query="", gold=tuple(record["gold"]), args=None,
+                      tags=tuple(record["tags"]))
+        rows.setdefault(record["dataset"], {}).setdefault(record["row"], []).append(
+            (Outcome(result, record["wall_ms"], {}), query))
+    results: dict[str, Any] = {"suites": {}}
+    for path in (out / "results.json", out / "evidence.json"):
+        if path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            for name, data in saved.get("suites", {}).items():
+                suite = results["suites"].setdefault(name, {"rows": {}})
+                for row in EVIDENCE_ROWS:
+                    if row in data["rows"]:
+                        suite["rows"][row] = data["rows"][row]
+    for name, by_row in rows.items():
+        suite = results["suites"].setdefault(name, {"rows": {}})
+        model = {row: summarize([o for o, _ in pairs], [q for _, q in pairs])
+                 for row, pairs in by_row.items()}
+        for row, summary in model.items():
+            summary["num_queries"] = len(by_row[row])
+        suite["rows"] = {**model, **suite["rows"]}
+    return results
+
+
 def print_table(results: dict[str, Any]) -> None:
     head = (f"{'suite':<26}{'row':<16}{'success':>8}{'args':>7}{'oos':>6}{'calls':>7}"
             f"{'1-tool p50/p95':>16}{'prefill':>9}{'p50 ms':>9}")
@@ -188,6 +224,29 @@ def print_table(results: dict[str, Any]) -> None:
                   f"{num('prefill_tokens_mean', '.0f'):>9}{num('wall_ms_p50', '.0f'):>9}")
 
 
+def evidence_only(args: argparse.Namespace, guided: RouterOptions) -> int:
+    from stackroute.server.embeddings.embedder import shared_embedder
+
+    embedder = shared_embedder()
+    threshold = guided.recovery.out_of_scope_score if guided.recovery else 0.0
+    results: dict[str, Any] = {"suites": {}}
+    data_sets = suites(args.sizes, limit=args.limit, seal=args.seal)
+    if args.only:
+        data_sets = [d for d in data_sets if d.name in args.only]
+    for data in data_sets:
+        evidence = evidence_for_tree(data.tree, embedder)
+        minilm = MiniLmAlone(data.tree, embedder)
+        alone = [evidence_alone(evidence, q, threshold) for q in data.queries]
+        floor = [minilm.is_right(q) for q in data.queries]
+        results["suites"][data.name] = {"num_queries": len(data.queries), "rows": {
+            row: {"success": sum(right) / max(len(right), 1), "model_calls_mean": 0.0}
+            for row, right in zip(EVIDENCE_ROWS, (alone, floor), strict=True)}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "evidence.json").write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 32, 64])
@@ -200,11 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-argument-tokens", type=int, default=384,
                         help="the product's default cap")
     parser.add_argument("--out", type=Path, default=Path("bench/out/policy"))
+    parser.add_argument("--rows", nargs="*", default=list(MODEL_ROWS),
+                        help="model rows to run (plain on Seal-Tools loops on DONE/BACK for "
+                        "minutes a query)")
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only these suites (names as in the table)")
     parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only")
+    parser.add_argument("--summarize", action="store_true",
+                        help="print the table from --out's queries.jsonl (no model)")
+    parser.add_argument("--evidence-only", action="store_true",
+                        help="only the evidence rows (no model): writes evidence.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.summarize:
+        summary = summarize_file(args.out)
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        print_table(summary)
+        return 0
     if args.smoke:
         args.sizes, args.limit, args.seal = [16], 3, 0
     from stackroute.server.embeddings.embedder import shared_embedder
@@ -214,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     git = git_state()
     engine = create_engine("transformers")
     guided = router_options(engine.info.model, policy=Policy.GUIDED)
+    if args.evidence_only:
+        return evidence_only(args, guided)
     embedder = shared_embedder()
     args.out.mkdir(parents=True, exist_ok=True)
     data_sets = suites(args.sizes, limit=args.limit, seal=args.seal)
@@ -230,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         for data in data_sets:
             results["suites"][data.name] = run_dataset(
                 engine, embedder, data, guided, out_queries,
-                max_argument_tokens=args.max_argument_tokens, flat_limit=args.flat_limit)
+                max_argument_tokens=args.max_argument_tokens, flat_limit=args.flat_limit,
+                model_rows=args.rows)
             (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     results["seconds"] = round(time.time() - started, 1)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
