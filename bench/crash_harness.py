@@ -275,6 +275,10 @@ def _verify(report: CrashReport, driver: Driver, final: _Final,
     report.sessions = len(final.sessions)
     report.sessions_accepted = len(accepted.sessions)
     report.catalogs_accepted = len(accepted.catalogs)
+    if report.kills and not accepted.sessions:
+        # Nothing lost because nothing ran: a vacuous run is a failure, not a pass.
+        fail(f"no session was accepted in {report.kills} kills ({driver.num_requests} "
+             f"requests, {driver.num_transport_errors} cut by kills): the run tested nothing")
     report.gates_accepted = len(accepted.gates)
     for sid in accepted.sessions:
         if sid not in final.sessions:
