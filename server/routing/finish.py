@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.routing.lru import Lru
 
 # Sentence ends, and the connectives that start another step of a multi-step request.
 _PART_BREAK = re.compile(
@@ -57,19 +58,27 @@ class Finish:
 class FinishCheck:
     """Decides from the evidence alone whether a run with calls is finished."""
 
-    def __init__(self, evidence: EvidenceSource, *, min_part_score: float) -> None:
+    def __init__(self, evidence: EvidenceSource, *, min_part_score: float,
+                 max_tasks: int = 256) -> None:
         self.evidence = evidence
         self.min_part_score = min_part_score
         index = evidence.index
         self._report_path = dict(zip(index.paths, index.report_paths, strict=True))
+        self._asks: Lru[str, list[tuple[str, str]]] = Lru(max_entries=max_tasks)
 
     def asks(self, task: str) -> list[tuple[str, str]]:
-        """The parts of `task` that ask for a capability, in order, with their best leaf."""
+        """The parts of `task` that ask for a capability, in order, with their best leaf.
+        Memoised by task: a run asks at every decision, and each part's evidence scores
+        every leaf of the catalog."""
+        known = self._asks.get(task)
+        if known is not None:
+            return known
         out = []
         for part in request_parts(task):
             leaf, score = self.evidence.for_request(part).best()
             if score >= self.min_part_score:
                 out.append((part, self._report_path[leaf]))
+        self._asks.put(task, out)
         return out
 
     def current_part(self, task: str, calls: tuple[str, ...]) -> str | None:

@@ -15,6 +15,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TypeVar
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits
@@ -38,6 +39,7 @@ from stackroute.server.routing.router import (
 log = logging.getLogger(__name__)
 
 _Key = tuple[int, bool]  # id(tree), is_flat
+T = TypeVar("T")
 
 
 class RouterPool:
@@ -82,50 +84,50 @@ class RouterPool:
                              executor=executor, router=self.router(tree, is_flat=is_flat))
 
     def router(self, tree: CapabilityTree, *, is_flat: bool = False) -> EngineRouter:
-        key = (id(tree), is_flat)
-        with self._lock:
-            found = self._routers.get(key)
-            if found is not None:
-                self._routers.move_to_end(key)
-                return found[1]
-        # Building the evidence embeds every leaf (cached on disk): outside the lock.
-        routed = routed_tree(tree, is_flat=is_flat)
-        evidence = self.evidence_for(tree, is_flat=is_flat) if self.needs_evidence else None
-        # The embedder only matches near-identical requests in a route cache: load it (about
-        # 90 MB, seconds) only for one.
-        uses_routes = self.is_speculating and not is_flat and self.options.speculation in (
-            DraftSource.ROUTES, DraftSource.BOTH)
-        router = build_router(routed, self.engine, is_flat=is_flat, options=self.options,
-                              embedder=self._embedder_or_none(tree) if uses_routes else None,
-                              evidence=evidence)
-        with self._lock:
-            current = self._routers.get(key)
-            if current is not None:
-                return current[1]  # another thread built it meanwhile
-            self._routers[key] = (tree, router)
-            _bound(self._routers, self.max_catalogs)
-        return router
+        def build() -> EngineRouter:
+            evidence = self.evidence_for(tree, is_flat=is_flat) if self.needs_evidence \
+                else None
+            # The embedder only matches near-identical requests in a route cache: load it
+            # (about 90 MB, seconds) only for one.
+            uses_routes = self.is_speculating and not is_flat and self.options.speculation in (
+                DraftSource.ROUTES, DraftSource.BOTH)
+            return build_router(routed_tree(tree, is_flat=is_flat), self.engine,
+                                is_flat=is_flat, options=self.options,
+                                embedder=self._embedder_or_none(tree) if uses_routes else None,
+                                evidence=evidence)
+
+        return self._cached(self._routers, tree, is_flat, build)
 
     def evidence_for(self, tree: CapabilityTree, *, is_flat: bool = False) -> EvidenceSource:
+        def build() -> EvidenceSource:
+            embedder = self._embedder_or_none(tree)
+            if embedder is None:
+                from stackroute.server.routing.calibration import require_embedder
+
+                require_embedder()  # raises, naming the package
+            return evidence_for_tree(routed_tree(tree, is_flat=is_flat), embedder)
+
+        return self._cached(self._evidence, tree, is_flat, build)
+
+    def _cached(self, entries: OrderedDict[_Key, tuple[CapabilityTree, T]],
+                tree: CapabilityTree, is_flat: bool, build: Callable[[], T]) -> T:
+        """The entry for (tree, is_flat), built on a miss outside the lock (building embeds
+        every leaf, cached on disk); the first of two racing builds wins."""
         key = (id(tree), is_flat)
         with self._lock:
-            found = self._evidence.get(key)
+            found = entries.get(key)
             if found is not None:
-                self._evidence.move_to_end(key)
+                entries.move_to_end(key)
                 return found[1]
-        embedder = self._embedder_or_none(tree)
-        if embedder is None:
-            from stackroute.server.routing.calibration import require_embedder
-
-            require_embedder()  # raises, naming the package
-        evidence = evidence_for_tree(routed_tree(tree, is_flat=is_flat), embedder)
+        built = build()
         with self._lock:
-            current = self._evidence.get(key)
+            current = entries.get(key)
             if current is not None:
                 return current[1]
-            self._evidence[key] = (tree, evidence)
-            _bound(self._evidence, self.max_catalogs)
-        return evidence
+            entries[key] = (tree, built)
+            while len(entries) > self.max_catalogs:
+                entries.popitem(last=False)
+        return built
 
     def _embedder_or_none(self, tree: CapabilityTree) -> TextEmbedder | None:
         """The shared embedder, loaded on first use; None (and a warning) without the
@@ -144,8 +146,3 @@ class RouterPool:
         with self._lock:
             self._embedder = embedder
         return embedder
-
-
-def _bound(entries: OrderedDict[_Key, object], max_entries: int) -> None:
-    while len(entries) > max_entries:
-        entries.popitem(last=False)
