@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Response
-from fastapi.sse import EventSourceResponse, ServerSentEvent
+from fastapi.responses import StreamingResponse
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import RunStatus
 from stackroute.server.http.app_state import AppState, get_state
@@ -21,6 +21,7 @@ from stackroute.server.http.routing_schemas import (
     SessionView,
 )
 from stackroute.server.http.routing_views import session_summary, session_view
+from stackroute.server.http.sse import SSE_OPENAPI, SseEvent, sse_response
 from stackroute.server.service.session_events import StreamEnd
 from stackroute.server.service.sessions import SessionService
 from starlette.concurrency import run_in_threadpool
@@ -105,18 +106,22 @@ async def _existing_session(session_id: str, app: StateDep,
     return await run_in_threadpool(_sessions(app).events, session_id, after_seq=after_seq)
 
 
-@router.get("/v1/sessions/{session_id}/events", response_class=EventSourceResponse,
-            responses=error_responses(400, 404, 422))
+@router.get("/v1/sessions/{session_id}/events", response_class=StreamingResponse,
+            responses={**SSE_OPENAPI, **error_responses(400, 404, 422)})
 async def session_events(
     stream: Annotated[AsyncIterator[Any], Depends(_existing_session)],
-) -> AsyncIterator[ServerSentEvent]:
+) -> StreamingResponse:
     """Server-sent events: one `transition` event per trace event (id = its seq), then an
     `end` event with the status once the session is no longer running (final or paused)."""
+    return sse_response(_session_events(stream))
+
+
+async def _session_events(stream: AsyncIterator[Any]) -> AsyncIterator[SseEvent]:
     async for item in stream:
         if isinstance(item, StreamEnd):
-            yield ServerSentEvent(event="end", data={"status": item.status.value})
+            yield SseEvent({"status": item.status.value}, event="end")
             return
-        yield ServerSentEvent(event="transition", id=str(item["seq"]), data=item)
+        yield SseEvent(item, event="transition", id=str(item["seq"]))
 
 
 def _last_event_id(value: str | None) -> int:
