@@ -60,7 +60,8 @@ class ServerSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port")
     catalogs: list[Path] = Field(default_factory=list, description="catalog files to load")
-    db: Path = Field(Path("./stackroute.db"), description="SQLite file for sessions/catalogs")
+    db: str = Field("./stackroute.db", description="session store: a SQLite file (a path or "
+                    "sqlite:///PATH) or postgresql://USER@HOST:PORT/DBNAME")
     api_key: SecretStr | None = Field(None, description="bearer token clients must send")
     allow_public_bind: bool = Field(
         False, description="allow a non-loopback host without an API key")
@@ -129,6 +130,22 @@ class ServerSettings(BaseSettings):
             return check_engine_name(value)
         except UnknownEngineError as e:
             raise ValueError(str(e)) from None
+
+    @field_validator("db", mode="before")
+    @classmethod
+    def _store_url(cls, value: Any) -> Any:
+        """A URL the server cannot serve is refused here, at start (a mangled
+        `postgresql:/…` would otherwise become a SQLite file of that name)."""
+        from stackroute.server.service.store_url import StoreUrlError, parse_store_url
+
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, str):
+            try:
+                parse_store_url(value)
+            except StoreUrlError as e:
+                raise ValueError(str(e)) from None
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -227,7 +244,7 @@ def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     if isinstance(out.get("catalogs"), list):
         out["catalogs"] = [resolve(v) for v in out["catalogs"]]
     for key in ("db", "calibration"):
-        if key in out:
+        if key in out and not (key == "db" and ":" in str(out[key])):  # a URL stays as given
             out[key] = resolve(out[key])
     return out
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_fixture import pg_server, pg_url  # noqa: F401  (PostgreSQL: a cluster per session)
 from stackroute.server.engines.model_store import (
     CACHE_DIR_ENV,
     LoadedModel,

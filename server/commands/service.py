@@ -26,8 +26,9 @@ def serve(
     port: Annotated[int | None, typer.Option("--port", help="[default: 8000]")] = None,
     catalog: Annotated[list[Path] | None, typer.Option(
         "--catalog", help="catalog file to load at start (repeatable)")] = None,
-    db: Annotated[Path | None, typer.Option(
-        "--db", help="SQLite file for sessions and catalogs [default: ./stackroute.db]")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="session store: a SQLite file (PATH or sqlite:///PATH) or "
+                     "postgresql://USER@HOST:PORT/DBNAME [default: ./stackroute.db]")] = None,
     api_key: Annotated[str | None, typer.Option(
         "--api-key", help="require 'Authorization: Bearer KEY' (or STACKROUTE_API_KEY)")] = None,
     config: Annotated[Path | None, typer.Option(

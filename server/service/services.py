@@ -14,7 +14,8 @@ from stackroute.server.service.prompt_limits import PromptLimits
 from stackroute.server.service.route_call import RouteContext
 from stackroute.server.service.session_options import SessionOptions
 from stackroute.server.service.sessions import RoutingObserver, SessionService
-from stackroute.server.service.store import SessionStore
+from stackroute.server.service.store_protocol import StoreBackend
+from stackroute.server.service.store_url import open_store
 from stackroute.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True)
 class Services:
-    store: SessionStore
+    store: StoreBackend
     catalogs: CatalogRegistry
     sessions: SessionService
     route_context: RouteContext  # what every `/v1/route` call shares
@@ -33,7 +34,7 @@ class Services:
         """Open the store (settings.db), load the stored catalogs and settings.catalogs, and
         resume the sessions a stopped process left running."""
         router_options = settings.router_options(engine.info.model)
-        store = SessionStore(settings.db)
+        store = open_store(settings.db)
         try:
             routers = RouterPool(engine, router_options)
             catalogs = CatalogRegistry(store, engine, allowed_handler_modules=tuple(

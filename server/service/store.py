@@ -119,7 +119,13 @@ class LeafExecution:
 
 
 class SessionStore:
-    """The service's SQLite database. Thread-safe; every write is one transaction."""
+    """The service's SQLite database. Thread-safe; every write is one transaction.
+
+    Embedded: one process uses it, so it satisfies `StoreBackend`'s leases trivially (every
+    claim is granted with token 0, and every running session is this process's to resume).
+    """
+
+    is_shared = False
 
     def __init__(self, path: str | Path = MEMORY, *, clock: Any = time.time,
                  busy_timeout_s: float = 10.0) -> None:
@@ -243,8 +249,9 @@ class SessionStore:
 
     # -- sessions ----------------------------------------------------------------------------
     def create_session(self, session_id: str, *, catalog_id: str, state: RunState,
-                       is_flat: bool, is_auto_approve: bool) -> None:
-        """A new session with its initial state and the transitions recorded so far."""
+                       is_flat: bool, is_auto_approve: bool, owner: str | None = None) -> int:
+        """A new session with its initial state and the transitions recorded so far; its
+        lease token (always 0 here: see the class)."""
         now = self.clock()
         with self._transaction() as c:
             c.execute(
@@ -253,8 +260,10 @@ class SessionStore:
                 (session_id, catalog_id, state.status.value, state.task, int(is_flat),
                  int(is_auto_approve), _state_json(state), now, now))
             _append(c, session_id, state.trace)
+        return 0
 
-    def save_step(self, session_id: str, state: RunState, events: Sequence[TraceEvent]) -> None:
+    def save_step(self, session_id: str, state: RunState, events: Sequence[TraceEvent], *,
+                  token: int | None = None) -> None:
         """Write the state after a transition and append that transition's trace events, in one
         transaction: either both are durable or neither is."""
         with self._transaction() as c:
@@ -312,6 +321,28 @@ class SessionStore:
                            "ORDER BY seq", (session_id, after_seq))
         return [json.loads(r["event"]) for r in rows]
 
+    # -- leases: one process, so always held ------------------------------------------------
+    def claim_session(self, session_id: str, owner: str, *, lease_s: float,
+                      is_forced: bool = False) -> int | None:
+        return 0
+
+    def claim_expired(self, owner: str, *, lease_s: float, limit: int) -> list[str]:
+        """Every running session: a process that opens the file is its only user, so what is
+        running was left by a stopped process."""
+        return [r.id for r in self.list_sessions(status=RunStatus.RUNNING, limit=limit)]
+
+    def renew_leases(self, owner: str, *, lease_s: float) -> int:
+        return 0
+
+    def release_session(self, session_id: str, token: int) -> None:
+        return None
+
+    def lease_token(self, session_id: str) -> int | None:
+        return 0
+
+    def listen(self, on_session: Any) -> None:
+        return None  # one process: its own workers wake its watchers
+
     # -- leaf executions (idempotency) -------------------------------------------------------
     def leaf_execution(self, call_id: str) -> LeafExecution | None:
         rows = self._query("SELECT * FROM leaf_executions WHERE call_id = ?", (call_id,))
@@ -323,7 +354,8 @@ class SessionStore:
                              result=None if r["result"] is None else json.loads(r["result"]),
                              error=r["error"])
 
-    def begin_leaf(self, call_id: str, *, path: str, digest: str) -> None:
+    def begin_leaf(self, call_id: str, *, path: str, digest: str,
+                   session_id: str | None = None, token: int | None = None) -> None:
         """Record that a leaf call is about to run (committed before the handler starts)."""
         with self._transaction() as c:
             c.execute("INSERT INTO leaf_executions (call_id, path, digest, is_finished, "

@@ -22,7 +22,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_defaults_are_the_embedded_engine_on_loopback() -> None:
     settings = ServerSettings.load()
     assert (settings.engine, settings.host, settings.port) == ("transformers", "127.0.0.1", 8000)
-    assert settings.api_key is None and settings.db == Path("stackroute.db")
+    assert settings.api_key is None and Path(settings.db) == Path("stackroute.db")
 
 
 def test_flags_override_env_override_file(tmp_path: Path,
@@ -37,7 +37,7 @@ def test_flags_override_env_override_file(tmp_path: Path,
     assert settings.max_queue == 5  # environment
     assert settings.max_concurrency == 2  # file
     assert settings.catalogs == [tmp_path / "a.yaml"]  # relative to the file
-    assert settings.db == tmp_path / "state" / "db.sqlite"
+    assert Path(settings.db) == tmp_path / "state" / "db.sqlite"
 
 
 def test_config_file_from_the_environment_and_json(tmp_path: Path,
