@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from stackroute.server.engines.common import Counters
+from stackroute.server.engines.kv_compat import kv_keyword
 from stackroute.server.engines.prefix_cache import PrefixCache
 from stackroute.server.engines.tree_attention import Branch, tree_batch
 
@@ -43,6 +44,7 @@ class ModelRunner:
         self.is_cache_enabled = is_cache_enabled
         self.prefill_chunk_tokens = prefill_chunk_tokens
         self.counters = counters  # forward_passes, prefill_tokens, cached_tokens
+        self._kv_keyword = kv_keyword(model)  # `cache` or `past_key_values` (transformers <5.24)
 
     def run_prompt(self, prompt_ids: Sequence[int], branches: Sequence[Branch] = (), *,
                    extra: Sequence[int] = ()) -> PromptPass:
@@ -63,11 +65,12 @@ class ModelRunner:
         tail = ids[past:]
         with torch.inference_mode():
             if not branches:
-                out = self.model(input_ids=torch.tensor([tail]), cache=kv,
+                out = self.model(input_ids=torch.tensor([tail]), **{self._kv_keyword: kv},
                                  use_cache=True, logits_to_keep=1)
             else:
                 batch = tree_batch(tail, past, branches)
-                out = self.model(input_ids=torch.tensor([batch.token_ids]), cache=kv,
+                out = self.model(input_ids=torch.tensor([batch.token_ids]),
+                                 **{self._kv_keyword: kv},
                                  attention_mask=batch.mask, position_ids=batch.position_ids,
                                  use_cache=True, logits_to_keep=torch.tensor(batch.keep_rows))
                 kv.crop(-batch.num_tree_tokens)
@@ -85,8 +88,8 @@ class ModelRunner:
         float32 logits `[vocab]` (a torch tensor) of the last of them."""
         torch = self._torch
         with torch.inference_mode():
-            out = self.model(input_ids=torch.tensor([list(token_ids)]), cache=kv,
-                             use_cache=True, logits_to_keep=1)
+            out = self.model(input_ids=torch.tensor([list(token_ids)]),
+                             **{self._kv_keyword: kv}, use_cache=True, logits_to_keep=1)
         self.counters.add(forward_passes=1)
         return out.logits[0, -1].float()
 
@@ -99,8 +102,8 @@ class ModelRunner:
         while until - pos > self.prefill_chunk_tokens:
             chunk = list(ids[pos:pos + self.prefill_chunk_tokens])
             with torch.inference_mode():
-                self.model(input_ids=torch.tensor([chunk]), cache=kv, use_cache=True,
-                           logits_to_keep=1)
+                self.model(input_ids=torch.tensor([chunk]), **{self._kv_keyword: kv},
+                           use_cache=True, logits_to_keep=1)
             pos += len(chunk)
             passes += 1
         return pos, passes
