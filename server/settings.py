@@ -70,6 +70,9 @@ class ServerSettings(BaseSettings):
     max_prompt_tokens: int = Field(8192, ge=1)
     max_menu_options: int = Field(512, ge=1, description="options in one menu or choice list")
     max_session_steps: int = Field(200, ge=1)
+    session_lease_s: float = Field(
+        10.0, gt=0, description="PostgreSQL store: a session's lease; a stopped instance's "
+                                "sessions resume elsewhere after about 4/3 of it")
     max_queue: int = Field(64, ge=0, description="requests waiting for the engine")
     max_concurrency: int = Field(
         4, ge=1, description="requests handed to the engine at once (it batches or serialises)")

@@ -34,7 +34,7 @@ class Services:
         """Open the store (settings.db), load the stored catalogs and settings.catalogs, and
         resume the sessions a stopped process left running."""
         router_options = settings.router_options(engine.info.model)
-        store = open_store(settings.db)
+        store = open_store(settings.db, lease_s=settings.session_lease_s)
         try:
             routers = RouterPool(engine, router_options)
             catalogs = CatalogRegistry(store, engine, allowed_handler_modules=tuple(
@@ -60,6 +60,7 @@ class Services:
         resumed = sessions.resume_interrupted()
         if resumed:
             log.info("resumed %d interrupted session(s)", len(resumed))
+        sessions.start_lease_keeper()
         return services
 
     def close(self) -> None:

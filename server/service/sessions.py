@@ -6,6 +6,12 @@ new events)` → notify watchers. A process killed at any point resumes from the
 transition; the routing call in flight is simply made again, and a leaf call is never run
 twice: `StoreExecutor` records each call by its idempotency key before handing back the
 result, and hands back the recorded result when it meets the key again.
+
+Over a shared store (PostgreSQL) several instances serve the same sessions: a worker advances
+a session only while this instance holds its lease, every save carries the lease's fencing
+token (`LeaseLostError`: another instance took it over, so this one drops the session), a
+client's approve, reject or cancel claims the lease on whichever instance it reaches, and
+`LeaseKeeper` renews this instance's leases and takes over the sessions of stopped instances.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -46,14 +54,23 @@ from stackroute.server.service.session_events import (
     StreamItem,
     UnknownSessionError,
 )
+from stackroute.server.service.session_leases import LeaseKeeper
 from stackroute.server.service.session_options import SessionOptions
-from stackroute.server.service.store import SessionRecord, SessionRow, SessionStore
-from stackroute.server.service.store_executor import StoreExecutor
+from stackroute.server.service.store import SessionRecord, SessionRow
+from stackroute.server.service.store_executor import Fence, FencedExecutor, StoreExecutor
+from stackroute.server.service.store_protocol import (
+    LeaseLostError,
+    Listening,
+    StoreBackend,
+    StoreBusyError,
+)
 
 log = logging.getLogger(__name__)
 
 MIN_RETRY_S = 0.05  # a busy store is retried after this, doubling up to MAX_RETRY_S
 MAX_RETRY_S = 2.0
+CLAIM_WAIT_S = 3.0  # a client's approve waits this long for another instance's lease to end
+RETRYABLE = (sqlite3.OperationalError, StoreBusyError)  # the store is busy or away for now
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
 
 
@@ -83,12 +100,13 @@ class _Live:
     state: RunState
     machine: StackMachine
     num_saved: int  # trace events already in the store
+    fence: Fence  # the lease this instance holds on the session (token 0: an embedded store)
     is_dirty: bool = False  # a transition is made in memory but not saved yet
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SessionService:
-    def __init__(self, store: SessionStore, catalogs: CatalogRegistry, engine: Engine, *,
+    def __init__(self, store: StoreBackend, catalogs: CatalogRegistry, engine: Engine, *,
                  options: SessionOptions | None = None, handlers: HandlerTable | None = None,
                  on_routing_call: RoutingObserver | None = None,
                  routers: RouterPool | None = None) -> None:
@@ -111,6 +129,14 @@ class SessionService:
         self._active: set[str] = set()  # sessions with a worker job queued or running
         self._watchers = SessionWatchers(self.store, poll_s=self.options.poll_s)
         self._is_closing = False
+        # This instance, as a lease owner: unique per process, readable in the database.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._keeper: LeaseKeeper | None = None
+        self._listening: Listening | None = None
+        if store.is_shared:  # other instances save transitions and hold leases too
+            self._listening = store.listen(self._watchers.notify)
+            self._keeper = LeaseKeeper(store, self.owner, lease_s=store.lease_s,
+                                       take_over=self.resume_interrupted)
 
     # -- requests ----------------------------------------------------------------------------
     def create(self, catalog_id: str, task: str, *, limits: Mapping[str, Any] | None = None,
@@ -129,17 +155,19 @@ class SessionService:
                 raise SessionsBusyError(num_active=len(self._active),
                                         max_active=self.options.max_active)
         session_id = uuid.uuid4().hex
-        machine = self._machine(entry.tree, is_flat=is_flat, limits=run_limits)
+        fence = Fence(session_id, 0)
+        machine = self._machine(entry.tree, is_flat=is_flat, limits=run_limits, fence=fence)
         state = machine.start(task, run_id=session_id, is_flat=is_flat)
         check_prompt_limits(self.engine, machine, state, self._prompt_limits)
-        self.store.create_session(session_id, catalog_id=catalog_id, state=state,
-                                  is_flat=is_flat, is_auto_approve=is_auto_approve)
+        fence.token = self.store.create_session(
+            session_id, catalog_id=catalog_id, state=state, is_flat=is_flat,
+            is_auto_approve=is_auto_approve, owner=self.owner)
         row = self.store.session_row(session_id)
         if row is None:
             raise RuntimeError(f"session {session_id} vanished right after it was created")
         with self._lock:
             self._live[session_id] = _Live(row=row, state=state, machine=machine,
-                                           num_saved=len(state.trace))
+                                           num_saved=len(state.trace), fence=fence)
         self._schedule(session_id)
         return self.get(session_id)
 
@@ -173,7 +201,7 @@ class SessionService:
         return self._gate(session_id, digest, is_approved=False)
 
     def cancel(self, session_id: str) -> SessionRecord:
-        live = self._live_session(session_id)
+        live = self._live_session(session_id, is_client=True, is_forced=True)
         with live.lock:
             live.machine.cancel(live.state)
             self._persist(live)
@@ -190,26 +218,48 @@ class SessionService:
 
     # -- start-up and shutdown ---------------------------------------------------------------
     def resume_interrupted(self) -> list[str]:
-        """Resume every session a stopped process left running; paused ones stay paused
+        """Resume every session a stopped process left running (over a shared store: those
+        whose instance's lease expired, claimed for this one); paused ones stay paused
         (they are loaded when approved or rejected). Return the resumed ids."""
         resumed = []
-        for row in self.store.list_sessions(status=RunStatus.RUNNING, limit=-1):
+        with self._lock:
+            if self._is_closing:
+                return resumed
+        for session_id in self.store.claim_expired(self.owner, lease_s=self.store.lease_s,
+                                                   limit=-1):
             try:
-                live = self._live_session(row.id)
+                live = self._load_live(session_id)
             except StateError as e:
-                self._fail_stored(row.id, str(e))
+                self._fail_stored(session_id, str(e))
                 continue
-            log.info("resuming session %s at transition %d", row.id, live.num_saved)
-            self._schedule(row.id)
-            resumed.append(row.id)
+            log.info("resuming session %s at transition %d", session_id, live.num_saved)
+            self._schedule(session_id)
+            resumed.append(session_id)
         return resumed
+
+    def start_lease_keeper(self) -> None:
+        """Over a shared store: renew this instance's leases and take over expired ones."""
+        if self._keeper is not None:
+            self._keeper.start()
 
     def close(self) -> None:
         """Stop the workers after their current transition; running sessions stay running in
         the store and resume at the next start."""
         with self._lock:
             self._is_closing = True
+        if self._keeper is not None:
+            self._keeper.close()
+        if self._listening is not None:
+            self._listening.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self.store.is_shared:  # hand the running sessions to the other instances now
+            with self._lock:
+                held = list(self._live.values())
+            for live in held:
+                try:
+                    self.store.release_session(live.state.run_id, live.fence.token)
+                except Exception:  # they take over when the lease expires instead
+                    log.warning("could not release session %s", live.state.run_id)
         close = getattr(self._leaf_executor, "close", None)
         if callable(close):
             close()
@@ -233,7 +283,13 @@ class SessionService:
                     break
                 delay_s = MIN_RETRY_S
                 self._watchers.notify(session_id)
-            except sqlite3.OperationalError as e:
+            except LeaseLostError as e:  # another instance advances it now
+                log.info("session %s: %s; leaving it to the lease holder", session_id, e)
+                with self._lock:
+                    self._active.discard(session_id)
+                    self._live.pop(session_id, None)
+                break
+            except RETRYABLE as e:
                 with self._lock:
                     if self._is_closing:  # resumed from the store at the next start
                         self._active.discard(session_id)
@@ -300,8 +356,8 @@ class SessionService:
             live.machine.step(state)
         except RoutingLimitError as e:
             fail_run(state, str(e))
-        except sqlite3.OperationalError:
-            raise  # the store is busy: the state is unchanged, and the worker retries the step
+        except (*RETRYABLE, LeaseLostError):
+            raise  # the store is busy (the worker retries the step) or the lease is lost
         except Exception as e:  # an engine failure or our bug: the session ends, recorded
             log.exception("session %s failed at step %d", state.run_id, state.num_steps)
             fail_run(state, f"{type(e).__name__}: {e}")
@@ -319,7 +375,7 @@ class SessionService:
         state = live.state
         events = state.trace[live.num_saved:]
         try:
-            self.store.save_step(state.run_id, state, events)
+            self.store.save_step(state.run_id, state, events, token=live.fence.token)
         except Exception:
             if not is_kept_on_failure:
                 self._reload(live)
@@ -335,7 +391,7 @@ class SessionService:
         live.is_dirty = False
 
     def _gate(self, session_id: str, digest: str, *, is_approved: bool) -> SessionRecord:
-        live = self._live_session(session_id)
+        live = self._live_session(session_id, is_client=True)
         with live.lock:
             if is_approved:
                 live.machine.approve(live.state, digest)
@@ -350,11 +406,36 @@ class SessionService:
     def _row(self, session_id: str) -> SessionRow:
         return self._watchers.row(session_id)
 
-    def _live_session(self, session_id: str) -> _Live:
+    def _live_session(self, session_id: str, *, is_client: bool = False,
+                      is_forced: bool = False) -> _Live:
+        """The session in memory. Over a shared store a client's request claims the lease
+        and reloads the session (another instance may have advanced it), unless this
+        instance's own worker holds it; `is_forced` (cancel) takes the lease from a live
+        holder, whose next write is then refused."""
         with self._lock:
             live = self._live.get(session_id)
-        if live is not None:
+            is_ours = session_id in self._active
+        if live is not None and (is_ours or not self.store.is_shared):
             return live
+        if not self.store.is_shared:
+            return self._load_live(session_id)
+        if not is_client:
+            raise RuntimeError("a shared store's session is loaded by a claim")
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        while self.store.claim_session(session_id, self.owner, lease_s=self.store.lease_s,
+                                       is_forced=is_forced) is None:
+            if self.store.session_row(session_id) is None:
+                raise UnknownSessionError(f"no session {session_id!r}")
+            if time.monotonic() > deadline:
+                raise StateError(f"session {session_id} is being advanced by another "
+                                 "instance; retry")
+            time.sleep(MIN_RETRY_S)
+        return self._load_live(session_id)
+
+    def _load_live(self, session_id: str) -> _Live:
+        """Load the session from the store into memory, under the lease just claimed (it
+        replaces what memory held, which another instance may have made stale)."""
+        token = self.store.lease_token(session_id)
         record = self.get(session_id)
         if record.row.status.is_final:
             raise StateError(f"session {session_id} is {record.row.status.value}")
@@ -363,12 +444,18 @@ class SessionService:
         except UnknownCatalogError as e:
             raise StateError(f"session {session_id} needs catalog {record.row.catalog_id!r}, "
                              "which is not loaded") from e
+        fence = Fence(session_id, token or 0)
         machine = self._machine(entry.tree, is_flat=record.row.is_flat,
-                                limits=record.state.limits)
+                                limits=record.state.limits, fence=fence)
         live = _Live(row=record.row, state=record.state, machine=machine,
-                     num_saved=len(record.state.trace))
+                     num_saved=len(record.state.trace), fence=fence)
         with self._lock:
-            return self._live.setdefault(session_id, live)
+            if session_id in self._active:  # this instance's worker holds it: keep that
+                kept = self._live[session_id]  # one, under the lease just claimed again
+                kept.fence.token = fence.token
+                return kept
+            self._live[session_id] = live
+            return live
 
     def _forget(self, session_id: str) -> None:
         with self._lock:
@@ -381,14 +468,18 @@ class SessionService:
         log.warning("session %s cannot resume: %s", session_id, message)
         num_saved = len(record.state.trace)
         fail_run(record.state, message)
-        self.store.save_step(session_id, record.state, record.state.trace[num_saved:])
+        self.store.save_step(session_id, record.state, record.state.trace[num_saved:],
+                             token=self.store.lease_token(session_id) if self.store.is_shared
+                             else None)
 
-    def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits) -> StackMachine:
+    def _machine(self, tree: CapabilityTree, *, is_flat: bool, limits: Limits,
+                 fence: Fence) -> StackMachine:
+        executor = FencedExecutor(self.executor, fence)
         if self.routers is not None:
             return self.routers.machine(tree, is_flat=is_flat, limits=limits,
-                                        executor=self.executor)
+                                        executor=executor)
         return build_machine(tree, self.engine, is_flat=is_flat, limits=limits,
-                             executor=self.executor)
+                             executor=executor)
 
     def _limits(self, given: Mapping[str, Any] | None) -> Limits:
         limits = Limits.from_dict(dict(given or {}))

@@ -126,6 +126,7 @@ class SessionStore:
     """
 
     is_shared = False
+    lease_s = 0.0
 
     def __init__(self, path: str | Path = MEMORY, *, clock: Any = time.time,
                  busy_timeout_s: float = 10.0) -> None:

@@ -10,12 +10,37 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.handlers import Executor, LeafOutcome
 from stackroute.runtime.state import arguments_digest
 from stackroute.runtime.tree import Node
-from stackroute.server.service.store import SessionStore, strict_json
+from stackroute.server.service.store import strict_json
+
+if TYPE_CHECKING:
+    from stackroute.server.service.store_protocol import StoreBackend
+
+
+@dataclass(eq=False)
+class Fence:
+    """A session's lease as its worker holds it: the begun-record of a leaf call is written
+    only while `token` is still the session's (a shared store checks it in the same
+    transaction), so an instance whose lease was taken over never starts a handler."""
+
+    session_id: str
+    token: int
+
+
+class FencedExecutor:
+    """The executor one session's machine uses: `StoreExecutor` under the session's fence."""
+
+    def __init__(self, inner: StoreExecutor, fence: Fence) -> None:
+        self.inner = inner
+        self.fence = fence
+
+    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        return self.inner.execute(leaf, arguments, call_id, fence=self.fence)
 
 
 class StoreExecutor:
@@ -33,13 +58,14 @@ class StoreExecutor:
     the handler ran.
     """
 
-    def __init__(self, store: SessionStore, inner: Executor) -> None:
+    def __init__(self, store: StoreBackend, inner: Executor) -> None:
         self.store = store
         self.inner = inner
         self._unsaved: dict[str, LeafOutcome] = {}  # call id -> outcome the store lacks
         self._lock = threading.Lock()
 
-    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+    def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str, *,
+                fence: Fence | None = None) -> LeafOutcome:
         with self._lock:
             unsaved = self._unsaved.get(call_id)
         if unsaved is not None:  # it ran: save what it did (raises while the store cannot)
@@ -58,7 +84,9 @@ class StoreExecutor:
                                          "ran, so it may have taken effect; not run again",
                                    is_replayed=True)
             return LeafOutcome(result=recorded.result, error=recorded.error, is_replayed=True)
-        self.store.begin_leaf(call_id, path=leaf.path_str, digest=digest)
+        self.store.begin_leaf(call_id, path=leaf.path_str, digest=digest,
+                              session_id=None if fence is None else fence.session_id,
+                              token=None if fence is None else fence.token)
         outcome = self.inner.execute(leaf, arguments, call_id)
         result, error = outcome.result, outcome.error
         try:  # what is recorded is what a replay returns: the result as JSON reads it back

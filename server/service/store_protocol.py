@@ -49,6 +49,7 @@ class StoreBackend(Protocol):
     """A session store. Every write is one transaction; methods are thread-safe."""
 
     is_shared: bool  # other processes use it too: leases are real, sessions are claimed
+    lease_s: float  # how long a claim lasts without renewal (0: leases are not used)
 
     def close(self) -> None: ...
 

@@ -23,10 +23,11 @@ from stackroute.server.service.store import SessionStore
 
 
 class KillingStore(SessionStore):
-    def save_step(self, session_id: str, state: RunState, events: Sequence[TraceEvent]) -> None:
+    def save_step(self, session_id: str, state: RunState, events: Sequence[TraceEvent], *,
+                  token: int | None = None) -> None:
         if any(e.kind is EventKind.LEAF_RESULT for e in events):
             os.kill(os.getpid(), signal.SIGKILL)
-        super().save_step(session_id, state, events)
+        super().save_step(session_id, state, events, token=token)
 
 
 def main(db_path: str, log_path: str) -> None:
