@@ -27,6 +27,7 @@ from stackroute.server.http import api_catalogs, api_openai, api_routing, api_se
 from stackroute.server.http import metrics as metrics_module
 from stackroute.server.http.app_state import AppState
 from stackroute.server.http.auth import PUBLIC_PATHS, ApiKeyAuth, ApiKeyMiddleware
+from stackroute.server.http.console import api_catalog_views, pages
 from stackroute.server.http.errors import (
     document_error_responses,
     error_responses,
@@ -101,6 +102,9 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
     auth_errors = error_responses(401) if auth else {}
     for api in (api_openai, api_routing, api_sessions, api_catalogs):
         app.include_router(api.router, dependencies=auth, responses=auth_errors)
+    app.include_router(api_catalog_views.build_router(), dependencies=auth,
+                       responses=auth_errors)
+    app.include_router(pages.router)  # the console's files: public, they hold no secret
     if settings.protect_metrics:
         app.include_router(metrics_module.router, dependencies=auth, responses=auth_errors)
     else:
@@ -129,7 +133,8 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes,
                        body_timeout_s=settings.body_timeout_s)
     if settings.api_key is not None:
-        public = PUBLIC_PATHS if settings.protect_metrics else PUBLIC_PATHS | {"/metrics"}
+        public = PUBLIC_PATHS | pages.public_paths()
+        public = public if settings.protect_metrics else public | {"/metrics"}
         app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key, public_paths=public)
     app.add_middleware(ConnectionLimitMiddleware, max_connections=settings.max_connections)
     app.add_middleware(RequestContextMiddleware, on_finish=on_finish)  # outermost
