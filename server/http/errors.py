@@ -34,6 +34,7 @@ from stackroute.runtime.errors import (
 )
 from stackroute.server.engines.base import ContextOverflowError, EngineError
 from stackroute.server.service.engine_queue import QueueFullError
+from stackroute.server.service.store_protocol import StoreBusyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ async def _engine_error(request: Request, error: Exception) -> JSONResponse:
 async def _store_busy(request: Request, error: Exception) -> JSONResponse:
     """The session store stayed locked past its busy timeout (another process holds it):
     nothing was changed, and the client may retry."""
-    if not isinstance(error, sqlite3.OperationalError):
+    if not isinstance(error, sqlite3.OperationalError | StoreBusyError):
         raise error
     rid = request_id_of(request)
     log.warning("session store busy: %s", error, extra={"request_id": rid})
@@ -258,6 +259,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(QueueFullError, _queue_full)
     app.add_exception_handler(EngineError, _engine_error)
     app.add_exception_handler(sqlite3.OperationalError, _store_busy)
+    app.add_exception_handler(StoreBusyError, _store_busy)  # PostgreSQL unreachable for now
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
 

@@ -7,6 +7,11 @@ A catalog's id is a slug of its root name plus the SHA-256 of its content (the p
 document, so the same catalog in JSON or YAML, or with other whitespace, gets the same id):
 uploading the same catalog twice is harmless and returns the same id. A match is checked
 against the stored document, so no upload can stand in for another catalog (409).
+
+Over a shared store (several instances on one PostgreSQL) a catalog uploaded to one instance
+is usable on all: an instance that is asked for an id it has not loaded looks it up in the
+store and compiles it then (once per instance, keyed by the content-hash id), and listing
+catalogs brings the instance's set up to the store's (new ones compiled, deleted ones gone).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from stackroute.runtime.errors import CatalogError, InputError, Problem, StateEr
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine, PrepareStats
-from stackroute.server.service.store import CatalogRecord, SessionStore
+from stackroute.server.service.store import CatalogRecord
+from stackroute.server.service.store_protocol import StoreBackend
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,7 @@ class CatalogRegistry:
     """Catalogs by id. `add_text` validates and compiles before anything is stored, so a
     catalog that is listed is one every request can use at once."""
 
-    def __init__(self, store: SessionStore, engine: Engine, *,
+    def __init__(self, store: StoreBackend, engine: Engine, *,
                  limits: LoadLimits = DEFAULT_LIMITS,
                  allowed_handler_modules: Iterable[str] = (),
                  on_compiled: Callable[[CapabilityTree], None] | None = None) -> None:
@@ -129,27 +135,44 @@ class CatalogRegistry:
         A stored catalog that no longer loads (validation rules changed) is logged and
         skipped, so one bad record does not keep the service from starting.
         """
-        failed = []
-        for record in self.store.catalogs():
-            try:
-                tree = self._build(parse_catalog_document(record.source, fmt=record.format))
-                entry = self._compile(record.id, tree, record.source, record.format,
-                                      record.created_unix)
-            except CatalogError as e:
-                log.warning("stored catalog %s no longer loads: %s", record.id, e)
-                failed.append(record.id)
-                continue
-            with self._lock:
-                self._entries[record.id] = entry
-        return failed
+        return [record.id for record in self.store.catalogs()
+                if self._load_record(record) is None]
+
+    def _load_record(self, record: CatalogRecord) -> CatalogEntry | None:
+        """Compile a stored catalog into this instance; None (logged) if it no longer loads."""
+        try:
+            tree = self._build(parse_catalog_document(record.source, fmt=record.format))
+            entry = self._compile(record.id, tree, record.source, record.format,
+                                  record.created_unix)
+        except CatalogError as e:
+            log.warning("stored catalog %s no longer loads: %s", record.id, e)
+            return None
+        with self._lock:
+            return self._entries.setdefault(record.id, entry)
 
     def entries(self) -> list[CatalogEntry]:
+        if self.store.is_shared:  # other instances add and delete catalogs too
+            self._sync()
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: (e.created_unix, e.id))
+
+    def _sync(self) -> None:
+        records = self.store.catalogs()
+        stored = {r.id for r in records}
+        with self._lock:
+            for gone in set(self._entries) - stored:
+                del self._entries[gone]
+            missing = [r for r in records if r.id not in self._entries]
+        for record in missing:
+            self._load_record(record)
 
     def get(self, catalog_id: str) -> CatalogEntry:
         with self._lock:
             entry = self._entries.get(catalog_id)
+        if entry is None and self.store.is_shared:  # uploaded through another instance?
+            record = self.store.catalog(catalog_id)
+            entry = None if record is None else self._load_record(record)
+        with self._lock:
             known = sorted(self._entries)
         if entry is None:
             shown = ", ".join(known[:20]) + (" …" if len(known) > 20 else "")

@@ -1,5 +1,7 @@
-"""A session's transitions as a stream: watchers woken by the worker after each saved
-transition, reading the store (so a watcher sees exactly what is durable)."""
+"""A session's transitions as a stream: watchers woken after each saved transition, reading
+the store (so a watcher sees exactly what is durable). The wake-up comes from this instance's
+worker, or over a shared store from the database (`LISTEN`: a transition saved by another
+instance), with a poll every `poll_s` as the safety net."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import RunStatus
-from stackroute.server.service.store import SessionRow, SessionStore
+from stackroute.server.service.store import SessionRow
+from stackroute.server.service.store_protocol import StoreBackend
 
 
 class UnknownSessionError(InputError):
@@ -37,7 +40,7 @@ class _Waiter:
 
 
 class SessionWatchers:
-    def __init__(self, store: SessionStore, *, poll_s: float = 1.0) -> None:
+    def __init__(self, store: StoreBackend, *, poll_s: float = 1.0) -> None:
         self.store = store
         self.poll_s = poll_s  # a watcher re-reads the store at least this often
         self._lock = threading.Lock()
