@@ -234,9 +234,10 @@ class RemoteEngine:
             data = self._http.request("GET", "/v1/models")
             cards = {str(c["id"]): c for c in data["data"]}
         except (KeyError, TypeError, ValueError) as error:
-            raise RemoteFeatureError(f"GET /v1/models did not list models: {error!r}") from error
+            raise RemoteFeatureError(f"GET {self._http.base_url}/v1/models did not list "
+                                     f"models: {error!r}") from error
         if not cards:
-            raise RemoteFeatureError("GET /v1/models lists no model")
+            raise RemoteFeatureError(f"GET {self._http.base_url}/v1/models lists no model")
         if model is not None and model not in cards:
             raise RemoteRejectedError(f"model {model!r} is not served at "
                                       f"{self._http.base_url}; it serves "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from stackroute.runtime.errors import InputError
 from stackroute.server.engines.base import ContextOverflowError, EngineError
 from stackroute.server.engines.common import Counters
 from stackroute.server.engines.remote_errors import (
@@ -37,6 +38,8 @@ RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 # A request that never got an answer: safe to send again (menu calls are greedy, so a repeat
 # that did reach the server answers the same).
 _RETRYABLE_TRANSPORT = (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
+_BASE_URL_HINT = ("is --base-url the server's address (http://host:port or "
+                  "http://host:port/v1)?")
 _CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too long|"
                             r"prompt_too_long|context_overflow", re.IGNORECASE)
 
@@ -57,16 +60,39 @@ class RemoteOptions:
     num_warm_up_threads: int = 8
 
 
+def server_root(base_url: str) -> str:
+    """The server's root for a base URL given either way: `http://host:8000` or
+    `http://host:8000/v1` (the OpenAI client's convention); request paths (`/v1/models`,
+    vLLM's `/tokenize`) are appended to the root.
+
+    >>> server_root("http://127.0.0.1:8000/v1/")
+    'http://127.0.0.1:8000'
+    """
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError) as e:
+        raise InputError(f"the remote base URL must be an http:// or https:// URL such as "
+                         f"http://host:8000/v1, got {base_url[:200]!r} ({e})") from e
+    if url.scheme not in ("http", "https") or not url.host or url.query or url.fragment:
+        raise InputError(f"the remote base URL must be an http:// or https:// URL such as "
+                         f"http://host:8000/v1 (no query), got {base_url[:200]!r}")
+    path = url.path.rstrip("/")
+    if path == "/v1" or path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return str(url.copy_with(path=path or "/")).rstrip("/")
+
+
 class RemoteClient:
     """JSON over a pool of connections to the upstream; thread-safe. Counts `requests` and
-    `retries` in the engine's counters."""
+    `retries` in the engine's counters. `base_url`: the server's root or its `/v1`."""
 
     def __init__(self, base_url: str, *, api_key: str | None, options: RemoteOptions,
                  counters: Counters, transport: httpx.BaseTransport | None = None) -> None:
         self.options = o = options
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.root = server_root(base_url)
         self.client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, transport=transport,
+            base_url=self.root, headers=headers, transport=transport,
             timeout=httpx.Timeout(o.timeout_s, connect=o.connect_timeout_s),
             limits=httpx.Limits(max_connections=o.max_connections,
                                 max_keepalive_connections=o.max_connections))
@@ -75,7 +101,7 @@ class RemoteClient:
 
     @property
     def base_url(self) -> str:
-        return str(self.client.base_url)
+        return self.root
 
     def close(self) -> None:
         self.client.close()
@@ -88,7 +114,7 @@ class RemoteClient:
                 body: dict[str, Any] | None = None) -> dict[str, Any]:
         """One request with retries on retryable failures only; the JSON body of a 2xx."""
         o = self.options
-        where = f"{method} {self.client.base_url}{path}"
+        where = f"{method} {self.root}{path}"  # every error names the URL it tried
         delay: float | None
         for attempt in range(o.max_retries + 1):
             self._counters.add(requests=1)
@@ -111,7 +137,7 @@ class RemoteClient:
                 if response.status_code < 400:
                     return _json_of(response, where)
                 if response.status_code not in RETRYABLE_STATUS:
-                    raise _rejected(response)
+                    raise _rejected(response, where)
                 status, retry_after_s = response.status_code, _retry_after_s(response)
                 problem = f"HTTP {status}: {_error_message(response)}"
                 delay = self._retry_delay(retry_after_s, attempt)
@@ -170,14 +196,15 @@ def _error_message(response: httpx.Response) -> str:
     return json.dumps(data)[:300]
 
 
-def _rejected(response: httpx.Response) -> EngineError:
+def _rejected(response: httpx.Response, where: str) -> EngineError:
     message = _error_message(response)
-    path = response.request.url.path
     if response.status_code in (400, 413) and _CONTEXT_WORDS.search(message):
         return ContextOverflowError(f"the remote server: {message}")
     if re.search(r"structured_outputs|response_format|logprobs|unsupported|extra", message,
                  re.IGNORECASE) and response.status_code in (400, 422):
-        return RemoteFeatureError(f"{path}: the server refused a field this engine needs "
+        return RemoteFeatureError(f"{where}: the server refused a field this engine needs "
                                   f"(HTTP {response.status_code}): {message}")
-    return RemoteRejectedError(f"{path}: HTTP {response.status_code}: {message}",
+    if response.status_code == 404:
+        message = f"{message} ({_BASE_URL_HINT})"
+    return RemoteRejectedError(f"{where}: HTTP {response.status_code}: {message}",
                                status=response.status_code)
