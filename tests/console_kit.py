@@ -52,6 +52,7 @@ ROUTES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "funds": (("payments", "balance"), {}),
     "umbrella": (("weather",), {"city": "Lisbon"}),
 }
+SLOW_WORD, SLOW_S = "slowly", 1.0  # a request with this word takes SLOW_S per routing call
 
 
 class KeywordEngine:
@@ -74,7 +75,7 @@ class KeywordEngine:
 
     def choose(self, prompt: Prompt, options: Sequence[str], *,
                option_bias: Mapping[str, float] | None = None) -> MenuResult:
-        time.sleep(self.delay_s)
+        time.sleep(self.delay_s + (SLOW_S if SLOW_WORD in _request(prompt) else 0.0))
         path, _ = _route(prompt)
         answered = {m.content for m in prompt.messages if m.role == "assistant"}
         choice = next((o for o in path if o in options and o not in answered), None)
@@ -105,9 +106,13 @@ class KeywordEngine:
         return {}
 
 
+def _request(prompt: Prompt) -> str:
+    return next((line for m in prompt.messages for line in m.content.splitlines()
+                 if line.startswith("Request: ")), "").lower()
+
+
 def _route(prompt: Prompt) -> tuple[tuple[str, ...], dict[str, Any]]:
-    request = next((line for m in prompt.messages for line in m.content.splitlines()
-                    if line.startswith("Request: ")), "").lower()
+    request = _request(prompt)
     for keyword, (path, arguments) in ROUTES.items():
         if keyword in request:
             return path, arguments

@@ -197,7 +197,9 @@ def _wait_status(client: httpx.Client, session_id: str, status: str) -> dict[str
 
 def test_console_session_gate_approve_in_a_real_browser(
         server: dict[str, Any], browser: Any, tmp_path: Path) -> None:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     client, catalog_id = server["client"], server["catalog_id"]
     done_id = _create(client, catalog_id, "how many funds are in my account?")
@@ -219,9 +221,18 @@ def test_console_session_gate_approve_in_a_real_browser(
     _wait(browser, f'tr[data-session-id="{done_id}"][data-status="done"]')
     rows = browser.find_elements(By.CSS_SELECTOR, "#sessions-body tr[data-session-id]")
     assert len(rows) == 3
+
+    # Live: a new session appears while it runs, its events stream in, and it ends.
+    slow_id = _create(client, catalog_id, "slowly check the funds of my account")
+    running = f'tr[data-session-id="{slow_id}"][data-status="running"]'
+    _wait(browser, running)
+    WebDriverWait(browser, WAIT_S, ignored_exceptions=(  # its events stream in
+        NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: int(d.find_element(By.CSS_SELECTOR, f"{running} td.live").text or 0) > 0)
     _screenshot(browser, tmp_path, "sessions")
+    _wait(browser, f'tr[data-session-id="{slow_id}"][data-status="done"]')
     browser.find_element(By.ID, "filter-text").send_keys("Asha")
-    _wait(browser, "#sessions-count", text="1 of 3 shown")
+    _wait(browser, "#sessions-count", text="1 of 4 shown")
     browser.find_element(By.ID, "filter-text").clear()
 
     # One session: the tree of frames, the routing calls' bars, the gate's exact call.

@@ -59,7 +59,7 @@ export function sessionsPage(root, { signal, onAuth, query }) {
       h("td", {}, statusBadge(s.status)),
       h("td", { class: "task" }, s.task),
       h("td", {}, catalogName(s.catalog)),
-      h("td", { class: "num" }, steps.has(s.id) ? String(steps.get(s.id)) : ""),
+      h("td", { class: "num live" }, steps.has(s.id) ? String(steps.get(s.id)) : ""),
       h("td", { class: "muted" }, ago(s.updated_unix))))
       : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No sessions match.")));
     summary.textContent = `${shown.length} of ${sessions.length} shown`;
@@ -74,7 +74,7 @@ export function sessionsPage(root, { signal, onAuth, query }) {
       steps.set(s.id, 0);
       streamEvents(`/v1/sessions/${encodeURIComponent(s.id)}/events`, (m) => {
         if (m.event === "transition") { steps.set(s.id, (steps.get(s.id) || 0) + 1); renderRows(); }
-        if (m.event === "end") { s.status = m.data.status; renderRows(); }
+        if (m.event === "end") { s.status = m.data.status; renderRows(); refresh(); }
       }, controller.signal).catch(() => {}).finally(() => streams.delete(s.id));
     }
   }
