@@ -33,11 +33,13 @@ class Accepted:
 
 
 class Driver:
-    def __init__(self, *, catalog_id: str, seed: int, concurrency: int) -> None:
+    def __init__(self, *, catalog_id: str, seed: int, concurrency: int,
+                 max_sessions: int | None = None) -> None:
         self.catalog_id = catalog_id
         self.rng = random.Random(seed)
         self.tree = catalog_tree()
         self.concurrency = concurrency
+        self.max_sessions = max_sessions  # stop creating after this many (None: never)
         self.jobs: dict[str, Job] = {}
         self.accepted = Accepted()
         self.unexpected: list[str] = []  # answers that break the contract (5xx, wrong 4xx, …)
@@ -46,6 +48,7 @@ class Driver:
         self.is_creating = True
         self.num_active = -1  # running + paused sessions at the last look (-1: not looked)
         self.base_url = ""
+        self.base_urls: list[str] = []  # several instances: one per round, in turn
         self.generation = 0  # bumped by the harness at every restart
         self.dead_urls: set[str] = set()  # servers the harness has killed (or is killing)
         self._stop = threading.Event()
@@ -62,7 +65,17 @@ class Driver:
         self._thread.join(timeout=60)
 
     def point_at(self, base_url: str, generation: int) -> None:
-        self.base_url, self.generation = base_url, generation
+        self.base_url, self.base_urls, self.generation = base_url, [base_url], generation
+
+    def point_at_all(self, base_urls: list[str], generation: int) -> None:
+        """Several instances over one database: each round goes to the next one, so a
+        session is created, answered and watched through different instances."""
+        self.base_urls, self.generation = list(base_urls), generation
+        self.base_url = self.base_urls[0]
+
+    @property
+    def is_done_creating(self) -> bool:
+        return self.max_sessions is not None and self._next_job >= self.max_sessions
 
     def mark_dead(self, base_url: str) -> None:
         """Called before the harness kills that server: errors from it are expected now."""
@@ -71,8 +84,11 @@ class Driver:
     # -- the loop (driver thread) --------------------------------------------------------------
     def _loop(self) -> None:
         with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
+            num_rounds = 0
             while not self._stop.is_set():
-                url = self.base_url
+                urls = self.base_urls or [self.base_url]
+                url = urls[num_rounds % len(urls)]
+                num_rounds += 1
                 try:
                     self._round(client, url)
                 except httpx.TransportError as e:
@@ -93,7 +109,8 @@ class Driver:
         for row in paused:
             self._answer_gate(client, row)
         self.num_active = len(paused) + len(running)
-        if self.is_creating and self.num_active < self.concurrency:
+        if (self.is_creating and self.num_active < self.concurrency
+                and not self.is_done_creating):
             self._create(client)
 
     def _request(self, client: httpx.Client, method: str, path: str,

@@ -4,6 +4,14 @@ and check that nothing accepted was lost and no leaf ran twice.
     python -m stackroute.bench.crash_harness            # full size: 60 kills
     python -m stackroute.bench.crash_harness --smoke    # 5 kills (CI: tests/reliability)
         [--kills N] [--seed S] [--concurrency C] [--out DIR] [--json]
+    python -m stackroute.bench.crash_harness --instances 3 --sessions 100 --kills 40
+        # three instances over one PostgreSQL (a throwaway cluster, or --db URL); each kill
+        # SIGKILLs the next instance in turn and restarts it while the others keep serving
+
+Several instances (`--instances N`, PostgreSQL): the client sends each round of requests to
+the next live instance, so sessions are created, approved and finished on different ones; a
+killed instance's sessions are taken over by the others once its lease (`--lease-s`) expires.
+The checks are the same, over all instances' work.
 
 The server is the real one (`python -m stackroute.server.cli serve`, a temp SQLite file, a
 catalog file) with the deterministic engine `stackroute.bench.scripted_engine:create` (that
@@ -40,7 +48,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +83,16 @@ class HarnessOptions:
     max_delay_s: float = 1.2
     finish_timeout_s: float = 120.0
     out: Path | None = None  # working folder (default: a temp folder)
+    instances: int = 1  # `stackroute serve` processes over one database
+    db_url: str | None = None  # None: a SQLite file in the working folder
+    lease_s: float = 2.0  # session_lease_s of each instance (shared store only)
+    max_sessions: int | None = None  # stop creating after this many sessions
 
 
 @dataclass
 class CrashReport:
+    instances: int = 1
+    store: str = "sqlite"
     kills: int = 0
     kills_with_progress: int = 0  # kills after which the database held new transitions
     positions: dict[str, int] = field(default_factory=dict)  # running sessions' state at kills
@@ -105,6 +120,7 @@ class CrashReport:
 
     def summary(self) -> str:
         lines = [
+            f"{self.instances} instance(s) over {self.store}; "
             f"kills survived: {self.kills} ({self.kills_with_progress} with new transitions "
             f"saved since the restart before), restarts p50 {self.restart_s_p50:.2f} s, max "
             f"{self.restart_s_max:.2f} s",
@@ -129,14 +145,17 @@ def run_harness(options: HarnessOptions) -> CrashReport:
     started = time.monotonic()
     workdir = options.out or Path(tempfile.mkdtemp(prefix="stackroute-crash-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    db, log = workdir / "stackroute.db", workdir / "handlers.jsonl"
-    server = _server(workdir, db, log)
-    report = CrashReport(workdir=str(workdir))
+    db = options.db_url or str(workdir / "stackroute.db")
+    log = workdir / "handlers.jsonl"
+    servers = _servers(workdir, db, log, options)
+    report = CrashReport(workdir=str(workdir), instances=len(servers),
+                         store="postgresql" if options.db_url else "sqlite")
     rng = random.Random(options.seed)
-    restart_s = [server.start()]
+    restart_s = [server.start() for server in servers]
+    server = servers[0]
     driver = Driver(catalog_id=_catalog_id(server.base_url), seed=options.seed,
-                    concurrency=options.concurrency)
-    driver.point_at(server.base_url, 0)
+                    concurrency=options.concurrency, max_sessions=options.max_sessions)
+    driver.point_at_all([s.base_url for s in servers], 0)
     driver.start()
     snapshots: list[dict[str, list[dict[str, Any]]]] = []
     positions: Counter[str] = Counter()
@@ -144,9 +163,14 @@ def run_harness(options: HarnessOptions) -> CrashReport:
     try:
         for kill in range(options.kills):
             time.sleep(rng.uniform(options.min_delay_s, options.max_delay_s))
-            if not server.is_alive():
-                report.failures.append(f"the server exited by itself before kill {kill}:\n"
-                                       f"{server.log_tail()}")
+            server = servers[kill % len(servers)]  # in turn: each instance dies in its turn
+            for other in servers:
+                if not other.is_alive():
+                    report.failures.append(f"an instance exited by itself before kill {kill}:"
+                                           f"\n{other.log_tail()}")
+            live = [s.base_url for s in servers if s is not server]
+            if live:  # the others keep serving while this one is down
+                driver.point_at_all(live, driver.generation)
             driver.mark_dead(server.base_url)  # before the kill: its errors are expected
             server.kill()
             report.kills += 1
@@ -156,13 +180,14 @@ def run_harness(options: HarnessOptions) -> CrashReport:
             report.kills_with_progress += total > num_transitions
             num_transitions = total
             restart_s.append(server.start())
-            driver.point_at(server.base_url, kill + 1)
+            driver.point_at_all([s.base_url for s in servers], kill + 1)
         driver.is_creating = False
-        _wait_until_idle(driver, server, options.finish_timeout_s, report)
+        _wait_until_idle(driver, servers, options.finish_timeout_s, report)
     finally:
         driver.stop()
-    final = _final_state(server.base_url)
-    server.stop()
+    final = _final_state(servers[-1].base_url)
+    for server in servers:
+        server.stop()
     _verify(report, driver, final, snapshots, read_log(log), db)
     report.positions = dict(positions)
     report.restart_s_p50 = statistics.median(restart_s)
@@ -174,15 +199,20 @@ def run_harness(options: HarnessOptions) -> CrashReport:
     return report
 
 
-def _server(workdir: Path, db: Path, log: Path) -> ServerProcess:
+def _servers(workdir: Path, db: str, log: Path,
+             options: HarnessOptions) -> list[ServerProcess]:
     catalog = workdir / "crash-ops.json"
     catalog.write_text(json.dumps(CATALOG, indent=1))
     config = workdir / "serve.json"
     config.write_text(json.dumps({
         "engine": ENGINE, "allowed_handler_modules": [HANDLER_MODULE],
-        "leaf_timeout_s": 10.0, "log_level": "warning"}))
-    return ServerProcess(["--config", str(config), "--db", str(db), "--catalog", str(catalog)],
-                         log_path=workdir / "serve.log", env={LOG_ENV: str(log)})
+        "leaf_timeout_s": 10.0, "log_level": "warning",
+        "session_lease_s": options.lease_s}))
+    return [ServerProcess(["--config", str(config), "--db", db, "--catalog", str(catalog)],
+                          log_path=workdir / (f"serve-{i}.log" if options.instances > 1
+                                              else "serve.log"),
+                          env={LOG_ENV: str(log)})
+            for i in range(options.instances)]
 
 
 def _catalog_id(base_url: str) -> str:
@@ -190,13 +220,14 @@ def _catalog_id(base_url: str) -> str:
     return next(str(c["id"]) for c in catalogs if c["name"] == CATALOG["name"])
 
 
-def _wait_until_idle(driver: Driver, server: ServerProcess, timeout_s: float,
+def _wait_until_idle(driver: Driver, servers: Sequence[ServerProcess], timeout_s: float,
                      report: CrashReport) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not server.is_alive():
-            report.failures.append(f"the server exited by itself:\n{server.log_tail()}")
-            return
+        for server in servers:
+            if not server.is_alive():
+                report.failures.append(f"the server exited by itself:\n{server.log_tail()}")
+                return
         if driver.num_active == 0:
             time.sleep(0.3)  # one more look: a create may have been in flight
             if driver.num_active == 0:
@@ -206,35 +237,45 @@ def _wait_until_idle(driver: Driver, server: ServerProcess, timeout_s: float,
 
 
 # -- reading the database as a kill left it ------------------------------------------------------
-def _inspect(db: Path) -> tuple[dict[str, list[dict[str, Any]]], Counter[str], int]:
-    """Each session's saved trace (comparable events), where each running session was, and
-    the number of transitions saved."""
+def _read(db: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of a read-only query, from the SQLite file or the PostgreSQL URL."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            return [tuple(r) for r in pg.execute(sql).fetchall()]
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        traces: dict[str, list[dict[str, Any]]] = {}
-        for sid, event in conn.execute("SELECT session_id, event FROM transitions "
-                                       "ORDER BY session_id, seq"):
-            traces.setdefault(sid, []).append(_comparable(json.loads(event)))
-        executions = {cid: bool(done) for cid, done in conn.execute(
-            "SELECT call_id, is_finished FROM leaf_executions")}
-        positions: Counter[str] = Counter()
-        for status, state_json in conn.execute("SELECT status, state FROM sessions WHERE "
-                                               "status IN ('running', 'paused')"):
-            pending = json.loads(state_json)["pending"]
-            if status == "paused":
-                positions["paused_at_gate"] += 1
-            elif pending is None:
-                positions["routing"] += 1  # between transitions or inside a routing call
-            elif pending["call_id"] not in executions:
-                positions["leaf_pending_not_begun"] += 1
-            elif not executions[pending["call_id"]]:
-                positions["inside_handler"] += 1
-            else:
-                positions["handler_done_result_unsaved"] += 1
-        total = sum(len(t) for t in traces.values())
-        return traces, positions, total
+        return [tuple(r) for r in conn.execute(sql).fetchall()]
     finally:
         conn.close()
+
+
+def _inspect(db: str) -> tuple[dict[str, list[dict[str, Any]]], Counter[str], int]:
+    """Each session's saved trace (comparable events), where each running session was, and
+    the number of transitions saved."""
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for sid, event in _read(db, "SELECT session_id, event FROM transitions "
+                                "ORDER BY session_id, seq"):
+        traces.setdefault(sid, []).append(_comparable(json.loads(event)))
+    executions = {cid: bool(done) for cid, done in _read(
+        db, "SELECT call_id, is_finished FROM leaf_executions")}
+    positions: Counter[str] = Counter()
+    for status, state_json in _read(db, "SELECT status, state FROM sessions WHERE "
+                                        "status IN ('running', 'paused')"):
+        pending = json.loads(state_json)["pending"]
+        if status == "paused":
+            positions["paused_at_gate"] += 1
+        elif pending is None:
+            positions["routing"] += 1  # between transitions or inside a routing call
+        elif pending["call_id"] not in executions:
+            positions["leaf_pending_not_begun"] += 1
+        elif not executions[pending["call_id"]]:
+            positions["inside_handler"] += 1
+        else:
+            positions["handler_done_result_unsaved"] += 1
+    total = sum(len(t) for t in traces.values())
+    return traces, positions, total
 
 
 # -- the end state -------------------------------------------------------------------------------
@@ -268,7 +309,7 @@ def _comparable(event: dict[str, Any]) -> dict[str, Any]:
 
 def _verify(report: CrashReport, driver: Driver, final: _Final,
             snapshots: list[dict[str, list[dict[str, Any]]]], log: list[dict[str, Any]],
-            db: Path) -> None:
+            db: str) -> None:
     fail = report.failures.append
     tree = catalog_tree()
     accepted = driver.accepted
@@ -350,12 +391,8 @@ def _verify(report: CrashReport, driver: Driver, final: _Final,
         fail(f"call {call_id} has a result but its handler never ran")
     for call_id in set(runs) - executed - interrupted_calls - {"?"}:
         fail(f"call {call_id} ran but its trace shows no result")
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        unfinished = {r[0] for r in conn.execute(
-            "SELECT call_id FROM leaf_executions WHERE is_finished = 0")}
-    finally:
-        conn.close()
+    unfinished = {r[0] for r in _read(db, "SELECT call_id FROM leaf_executions WHERE NOT "
+                                          "is_finished")}
     if unfinished != interrupted_calls:
         fail(f"calls begun and never finished {sorted(unfinished)} are not the calls reported "
              f"interrupted {sorted(interrupted_calls)}")
@@ -367,12 +404,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=None, help=f"default {FULL_KILLS}")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument("--instances", type=int, default=1,
+                        help="serve processes over one database (more than 1: PostgreSQL)")
+    parser.add_argument("--db", default=None, help="a postgresql:// URL (default with "
+                        "--instances > 1: a throwaway local cluster)")
+    parser.add_argument("--lease-s", type=float, default=2.0)
+    parser.add_argument("--sessions", type=int, default=None, help="stop creating after N")
+    parser.add_argument("--min-delay-s", type=float, default=0.1)
+    parser.add_argument("--max-delay-s", type=float, default=1.2)
     parser.add_argument("--out", type=Path, default=None, help="working folder (kept)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     kills = args.kills if args.kills is not None else SMOKE_KILLS if args.smoke else FULL_KILLS
-    report = run_harness(HarnessOptions(kills=kills, seed=args.seed,
-                                        concurrency=args.concurrency, out=args.out))
+    options = HarnessOptions(kills=kills, seed=args.seed, concurrency=args.concurrency,
+                             out=args.out, instances=args.instances, db_url=args.db,
+                             lease_s=args.lease_s, max_sessions=args.sessions,
+                             min_delay_s=args.min_delay_s, max_delay_s=args.max_delay_s)
+    if args.instances > 1 and args.db is None:
+        from stackroute.bench.pg_cluster import running_cluster
+
+        with running_cluster() as cluster:
+            report = run_harness(replace(options, db_url=cluster.create_database("crash")))
+    else:
+        report = run_harness(options)
     if args.json:
         print(json.dumps({**asdict(report), "is_ok": report.is_ok}, indent=1))
     else:
