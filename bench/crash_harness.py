@@ -161,7 +161,10 @@ def run_harness(options: HarnessOptions) -> CrashReport:
     positions: Counter[str] = Counter()
     num_transitions = 0
     try:
-        for kill in range(options.kills):
+        kill = 0
+        # With max_sessions, kills go on until every session is created (at most 3x kills).
+        while kill < options.kills or (not driver.is_done_creating and options.max_sessions
+                                       and kill < 3 * options.kills):
             time.sleep(rng.uniform(options.min_delay_s, options.max_delay_s))
             server = servers[kill % len(servers)]  # in turn: each instance dies in its turn
             for other in servers:
@@ -180,7 +183,8 @@ def run_harness(options: HarnessOptions) -> CrashReport:
             report.kills_with_progress += total > num_transitions
             num_transitions = total
             restart_s.append(server.start())
-            driver.point_at_all([s.base_url for s in servers], kill + 1)
+            kill += 1
+            driver.point_at_all([s.base_url for s in servers], kill)
         driver.is_creating = False
         _wait_until_idle(driver, servers, options.finish_timeout_s, report)
     finally:
