@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from stackroute.bench.aggregate import item_metrics, summarize_group
 from stackroute.bench.environment import environment
 from stackroute.bench.generate import GENERATOR_VERSION
@@ -442,8 +442,10 @@ def _by_group(pending: Sequence[tuple[Group, Query]]) -> Iterator[tuple[Group, l
 
 
 def _progress(console: Console | None) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console or Console(stderr=True))
+    """The commands' bar (with ETA), drawn only while stdout is a terminal."""
+    from stackroute.server.commands.progress import new_progress
+
+    return new_progress(console)
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:

@@ -16,7 +16,6 @@ from stackroute.server.commands.common import (
     JsonOpt,
     ModelOpt,
     console,
-    err_console,
     fail,
     limit_threads,
     load_tree,
@@ -47,9 +46,9 @@ def calibrate(
 ) -> None:
     """Measure the guided policy's weights and thresholds for a model on dev queries, and
     write them as a calibration file for `--calibration` (or STACKROUTE_CALIBRATION)."""
-    from rich.progress import Progress
     from stackroute.runtime.errors import StackrouteError
     from stackroute.runtime.prompt import PromptStyle
+    from stackroute.server.commands.progress import progress_bar
     from stackroute.server.routing.calibration import find_calibration, require_embedder
     from stackroute.server.routing.router import evidence_for_tree
     from stackroute.server.tools.calibrate import calibrate as measure
@@ -76,10 +75,8 @@ def calibrate(
             keep = out if out is not None and out.is_file() else find_calibration(name)
             result = calibrate_thresholds(name, evidence, [dev], keep=keep)
         else:
-            with Progress(console=err_console, transient=True) as progress:
-                task = progress.add_task("calibrate", total=len(items))
-                result = measure(made, evidence, [dev],
-                                 on_query=lambda: progress.advance(task))
+            with progress_bar("calibrate", total=len(items)) as bar:
+                result = measure(made, evidence, [dev], on_query=bar.advance)
         result.measured["source"] = {"catalog": str(catalog), "queries": str(queries),
                                      "limit": limit}
         result.write(path)

@@ -70,9 +70,16 @@ def _lint_report(catalog: Path, *, overlaps: bool) -> dict[str, Any]:
         from stackroute.runtime.lint import lint_file
 
         return lint_file(catalog).to_dict()
+    from stackroute.runtime.errors import InputError
+    from stackroute.server.commands.progress import cached_embedder_with_progress, progress_bar
     from stackroute.server.tools.lint_overlaps import lint_with_overlaps
 
-    return lint_with_overlaps(catalog)
+    with progress_bar("lint: embedding nodes") as bar:
+        try:
+            embedder = cached_embedder_with_progress(bar)
+        except InputError:  # no embedding model: lint_with_overlaps reports the skip
+            return lint_with_overlaps(catalog)
+        return lint_with_overlaps(catalog, embedder=embedder)
 
 
 def _query_confusion(catalog: Path, queries: Path, *, limit: int | None, engine: Any) -> Any:
@@ -142,13 +149,16 @@ def build_tree_cmd(
     """A tree from a flat catalog: leaves clustered by description into routers of
     min..max children, each router named from its members."""
     from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.commands.progress import cached_embedder_with_progress, progress_bar
     from stackroute.server.tools.tree_builder import build_tree_file
 
     limit_threads()
     try:
         namer = make_engine(engine, model, base_url) if model_names else None
-        result = build_tree_file(flat_catalog, out, engine=namer, min_children=min_children,
-                                 max_children=max_children, seed=seed)
+        with progress_bar("build-tree: embedding leaves") as bar:
+            result = build_tree_file(flat_catalog, out, embedder=cached_embedder_with_progress(
+                bar), engine=namer, min_children=min_children, max_children=max_children,
+                seed=seed)
     except StackrouteError as e:
         raise fail(e) from e
     if as_json:

@@ -20,7 +20,6 @@ from stackroute.server.commands.common import (
     RoutingFlags,
     SpecOpt,
     console,
-    err_console,
     fail,
     load_tree,
     make_engine,
@@ -58,14 +57,9 @@ def route(
     if as_json:
         print_json(out)
         return
-    console.print(f"[bold]{node or '<root>'}[/bold] -> [green]{out['decision']}[/green]")
-    if out["arguments"] is not None:
-        console.print(f"arguments: {json.dumps(out['arguments'], ensure_ascii=False)}")
-    ranked = sorted(out["probabilities"].items(), key=lambda kv: -kv[1])[:8]
-    for option, p in ranked:
-        console.print(f"  {p:6.3f}  {option}", markup=False)
-    console.print(f"usage: {out['usage']}", markup=False)
-    console.print(f"routing: {out['routing']}", markup=False)
+    from stackroute.server.commands.render import route_report
+
+    console.print(route_report(out, event.menu))
 
 
 def run(
@@ -84,7 +78,7 @@ def run(
     """Run a whole task through the stack machine."""
     from stackroute.runtime.errors import StackrouteError
     from stackroute.runtime.governance import RunStatus
-    from stackroute.runtime.trace import format_tree, write_jsonl
+    from stackroute.runtime.trace import write_jsonl
     from stackroute.server.routing.router import build_machine
 
     try:
@@ -115,10 +109,9 @@ def run(
     if as_json:
         print_json(out)
         return
-    for line in format_tree(state.trace):
-        console.print(line, markup=False, highlight=False)
-    console.print(f"outcome: {outcome}; usage: {out['usage']}; routing: {out['routing']}",
-                  markup=False)
+    from stackroute.server.commands.render import run_report
+
+    console.print(run_report(out, state.trace))
 
 
 def eval_(
@@ -132,8 +125,8 @@ def eval_(
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
     cache is shared by the whole file, so repeated requests are verified in one pass."""
-    from rich.progress import Progress
     from stackroute.runtime.errors import StackrouteError
+    from stackroute.server.commands.progress import progress_bar
     from stackroute.server.routing.router import build_machine
     from stackroute.server.tools.evaluate import EvalSummary, evaluate, read_queries
 
@@ -148,11 +141,10 @@ def eval_(
     except StackrouteError as e:
         raise fail(e) from e
     summary = EvalSummary()
-    with Progress(console=err_console, transient=True) as progress:
-        task = progress.add_task("eval", total=len(items))
+    with progress_bar("eval", total=len(items)) as bar:
         for result in evaluate(machine, tree, items):
             summary.results.append(result)
-            progress.advance(task)
+            bar.advance()
     out = {**summary.to_dict(), "routing": options.describe()}
     if as_json:
         print_json(out)
