@@ -14,7 +14,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -130,6 +130,20 @@ class SamplingOptions:
 PromptInput = Prompt | str  # chat messages (rendered with the chat format) or raw text
 
 
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of a generation's answer, sent as soon as the engine has it. The deltas of one
+    `generate_stream` call joined are exactly the returned `Generation.text`."""
+
+    text: str
+
+
+DeltaSink = Callable[[TextDelta], None]
+"""Where `generate_stream` sends deltas, called on the engine's own thread (a worker thread,
+or the vLLM engine's loop thread), so it must be thread-safe and quick. An exception it raises
+(the client went away) stops the generation and comes out of `generate_stream`."""
+
+
 class Engine(Protocol):
     info: EngineInfo
 
@@ -149,6 +163,16 @@ class Engine(Protocol):
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
         """A completion, optionally constrained (choice, JSON schema, regex)."""
+        ...
+
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """`generate`, sending the answer to `on_delta` piece by piece as it is produced (per
+        decode step, jump-forward tokens included; the upstream's chunks for a remote server)
+        under the same constraint; returns the whole `Generation`, whose text the deltas
+        join to. Blocking, like every engine call: the HTTP layer runs it in a worker thread
+        and carries the deltas to the event loop."""
         ...
 
     def metrics(self) -> dict[str, float]:

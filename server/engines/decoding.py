@@ -43,7 +43,8 @@ class Decoder:
     def __init__(self, runner: ModelRunner, *, decode: Callable[[Sequence[int]], str],
                  stop_ids: frozenset[int], vocab_size: int, prompt_ids: list[int],
                  matcher: ConstraintMatcher | None, sampling: SamplingOptions,
-                 max_tokens: int, jump_forward: JumpForward | None = None) -> None:
+                 max_tokens: int, jump_forward: JumpForward | None = None,
+                 on_tokens: Callable[[Sequence[int]], None] | None = None) -> None:
         import torch
 
         self._torch = torch
@@ -56,6 +57,7 @@ class Decoder:
         self.sampling = sampling
         self.max_tokens = max_tokens
         self.jump_forward = jump_forward  # None: every token is sampled
+        self.on_tokens = on_tokens  # called with the answer's tokens so far after each pass
         self.out = DecodeOut()
         self.logprobs: list[TokenLogprob] = []
         self.generator = torch.Generator().manual_seed(sampling.seed or 0)
@@ -69,6 +71,7 @@ class Decoder:
         out.num_cached, out.num_passes = first.num_cached, first.num_passes
         out.num_prefill = len(self.ids) - first.num_cached
         self._take_forced(forced)
+        self._emit()
         logits = torch.from_numpy(first.logits[-1])
         generated = out.token_ids
         while True:
@@ -94,6 +97,7 @@ class Decoder:
                 break
             forced = self._force()
             self._take_forced(forced)
+            self._emit()
             if len(generated) >= self.max_tokens or (
                     matcher is not None and matcher.is_complete and self._only_stop_allowed()):
                 continue  # decided at the top of the loop, without another pass
@@ -106,6 +110,10 @@ class Decoder:
         out.text = text
         out.logprobs = tuple(self.logprobs) if self.sampling.top_logprobs is not None else None
         return out
+
+    def _emit(self) -> None:
+        if self.on_tokens is not None and self.out.token_ids:
+            self.on_tokens(self.out.token_ids)
 
     def _force(self) -> tuple[int, ...]:
         """The tokens the grammar forces next, accepted into the matcher (none without a

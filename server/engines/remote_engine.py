@@ -44,12 +44,14 @@ from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,
     ConstraintKind,
+    DeltaSink,
     EngineInfo,
     Generation,
     MenuResult,
     PrepareStats,
     PromptInput,
     SamplingOptions,
+    TextDelta,
 )
 from stackroute.server.engines.common import Counters, single_option_result
 from stackroute.server.engines.menu_variants import menu_variants
@@ -70,6 +72,7 @@ from stackroute.server.engines.remote_errors import (
 )
 from stackroute.server.engines.remote_http import RETRYABLE_STATUS, RemoteClient, RemoteOptions
 from stackroute.server.engines.remote_shapes import (
+    StreamedCompletion,
     check_answer,
     constraint_body,
     parse_completion,
@@ -179,6 +182,31 @@ class RemoteEngine:
         self._counters.add(generate_calls=1)
         return gen
 
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """The upstream's own stream (`stream: true`), passed on chunk by chunk as it arrives;
+        the whole answer is then checked against the constraint as `generate` checks it."""
+        sampling = sampling or SamplingOptions()
+        if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
+            check_menu(constraint.choices)
+        is_chat = isinstance(prompt, Prompt)
+        body = {"model": self.info.model, **prompt_body(prompt),
+                **self._body(prompt, constraint, sampling), "stream": True,
+                "stream_options": {"include_usage": True}}
+        started = time.perf_counter()
+        gathered = StreamedCompletion(is_chat=is_chat)
+        for event in self._http.stream("/v1/chat/completions" if is_chat
+                                       else "/v1/completions", body):
+            piece = gathered.add(event)
+            if piece:
+                on_delta(TextDelta(piece))
+        gen, _ = self._completion(gathered.as_completion(), is_chat=is_chat,
+                                  latency_ms=(time.perf_counter() - started) * 1e3)
+        self._check(gen, constraint, sampling)
+        self._counters.add(generate_calls=1)
+        return gen
+
     def metrics(self) -> dict[str, float]:
         return self._counters.snapshot()
 
@@ -186,6 +214,13 @@ class RemoteEngine:
     def _constrained(self, prompt: PromptInput, constraint: Constraint | None,
                      sampling: SamplingOptions) -> tuple[Generation, list[TokenStep]]:
         """One completion under `constraint`; the answer is checked against it."""
+        gen, steps = self._complete(prompt, self._body(prompt, constraint, sampling))
+        self._check(gen, constraint, sampling)
+        return gen, steps
+
+    @staticmethod
+    def _body(prompt: PromptInput, constraint: Constraint | None,
+              sampling: SamplingOptions) -> dict[str, Any]:
         body: dict[str, Any] = {"max_tokens": sampling.max_tokens,
                                 "temperature": sampling.temperature}
         if sampling.stop:
@@ -197,8 +232,11 @@ class RemoteEngine:
                 body |= {"logprobs": True, "top_logprobs": sampling.top_logprobs}
             else:
                 body["logprobs"] = sampling.top_logprobs
-        body |= constraint_body(constraint, is_chat=isinstance(prompt, Prompt))
-        gen, steps = self._complete(prompt, body)
+        return body | constraint_body(constraint, is_chat=isinstance(prompt, Prompt))
+
+    @staticmethod
+    def _check(gen: Generation, constraint: Constraint | None,
+               sampling: SamplingOptions) -> None:
         if sampling.top_logprobs is not None and gen.logprobs is None:
             raise RemoteFeatureError("the server sent no logprobs although they were asked for")
         if constraint is not None and gen.finish_reason == "stop":
@@ -207,7 +245,6 @@ class RemoteEngine:
                 and gen.finish_reason != "stop":
             raise RemoteEngineError(f"the server cut the menu answer off at {gen.text!r} "
                                     f"(finish_reason {gen.finish_reason!r})")
-        return gen, steps
 
     def _complete(self, prompt: PromptInput,
                   body: dict[str, Any]) -> tuple[Generation, list[TokenStep]]:
@@ -218,7 +255,11 @@ class RemoteEngine:
         started = time.perf_counter()
         path = "/v1/chat/completions" if is_chat else "/v1/completions"
         data = self._http.request("POST", path, body)
-        latency_ms = (time.perf_counter() - started) * 1e3
+        return self._completion(data, is_chat=is_chat,
+                                latency_ms=(time.perf_counter() - started) * 1e3)
+
+    def _completion(self, data: Mapping[str, Any], *, is_chat: bool,
+                    latency_ms: float) -> tuple[Generation, list[TokenStep]]:
         text, finish, logprobs, steps, usage = parse_completion(data, is_chat=is_chat,
                                                                 latency_ms=latency_ms)
         if finish not in ("stop", "length"):

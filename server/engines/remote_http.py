@@ -17,6 +17,7 @@ import math
 import random
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,45 @@ class RemoteClient:
     def request(self, method: str, path: str,
                 body: dict[str, Any] | None = None) -> dict[str, Any]:
         """One request with retries on retryable failures only; the JSON body of a 2xx."""
+        response = self._send(method, path, body, is_stream=False)
+        return _json_of(response, f"{method} {self.client.base_url}{path}")
+
+    def stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A POST whose answer is server-sent events (`stream: true`): each `data:` payload
+        as it arrives, up to `[DONE]`. Retried like `request` until the answer starts; never
+        after (a half-sent answer cannot be taken back). An `error` event raises."""
+        where = f"POST {self.client.base_url}{path}"
+        response = self._send("POST", path, body, is_stream=True)
+        try:
+            for line in response.iter_lines():
+                if not line.startswith("data:"):
+                    continue  # event names, ids, comments (keep-alive pings), blank lines
+                data = line.removeprefix("data:").strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    event = json.loads(data)
+                except ValueError as error:
+                    raise RemoteFeatureError(f"{where}: a stream event that is not JSON: "
+                                             f"{data[:200]!r}") from error
+                if isinstance(event, dict) and "error" in event:
+                    raise RemoteEngineError(f"{where}: the stream failed: "
+                                            f"{json.dumps(event['error'])[:300]}")
+                if not isinstance(event, dict):
+                    raise RemoteFeatureError(f"{where}: expected JSON objects in the stream, "
+                                             f"got {data[:200]}")
+                yield event
+        except httpx.TimeoutException as e:
+            raise RemoteTimeoutError(f"{where}: the stream stalled for {self.options.timeout_s:g}"
+                                     f" s ({type(e).__name__})") from e
+        except httpx.HTTPError as e:
+            raise RemoteEngineError(f"{where}: the stream broke: {type(e).__name__}: {e}") from e
+        finally:
+            response.close()
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None, *,
+              is_stream: bool) -> httpx.Response:
+        """A 2xx response (its body unread when `is_stream`), after retries."""
         o = self.options
         where = f"{method} {self.root}{path}"  # every error names the URL it tried
         delay: float | None
@@ -121,7 +161,8 @@ class RemoteClient:
             status: int | None = None
             retry_after_s: float | None = None
             try:
-                response = self.client.request(method, path, json=body)
+                request = self.client.build_request(method, path, json=body)
+                response = self.client.send(request, stream=is_stream)
             except _RETRYABLE_TRANSPORT as e:
                 problem, delay = f"{type(e).__name__}: {e}", self._backoff(attempt)
             except httpx.PoolTimeout as e:  # every pooled connection busy for timeout_s
@@ -135,7 +176,10 @@ class RemoteClient:
                 raise RemoteEngineError(f"{where}: {type(e).__name__}: {e}") from e
             else:
                 if response.status_code < 400:
-                    return _json_of(response, where)
+                    return response
+                if is_stream:  # the error's body, for its message; then the connection back
+                    response.read()
+                    response.close()
                 if response.status_code not in RETRYABLE_STATUS:
                     raise _rejected(response, where)
                 status, retry_after_s = response.status_code, _retry_after_s(response)

@@ -139,3 +139,60 @@ def usage_of(raw: Mapping[str, Any], latency_ms: float) -> Usage:
     return Usage(model_calls=1, prompt_tokens=prompt, prefill_tokens=max(0, prompt - cached),
                  cached_tokens=cached, generated_tokens=int(raw.get("completion_tokens") or 0),
                  latency_ms=latency_ms)
+
+
+class StreamedCompletion:
+    """A streamed completion's events gathered into the shape of a non-streamed one (so
+    `parse_completion` reads both): `add` takes one event and returns its new text."""
+
+    def __init__(self, *, is_chat: bool) -> None:
+        self.is_chat = is_chat
+        self.pieces: list[str] = []
+        self.finish_reason: Any = None
+        self.chat_logprobs: list[Any] | None = None
+        self.tokens: dict[str, list[Any]] | None = None  # completions' parallel lists
+        self.usage: Mapping[str, Any] | None = None
+
+    def add(self, event: Mapping[str, Any]) -> str:
+        try:
+            if event.get("usage"):
+                self.usage = event["usage"]
+            choices = event.get("choices") or ()
+            if not choices:
+                return ""
+            choice = choices[0]
+            if choice.get("finish_reason") is not None:
+                self.finish_reason = choice["finish_reason"]
+            text = (choice.get("delta") or {}).get("content") if self.is_chat \
+                else choice.get("text")
+            self._add_logprobs(choice.get("logprobs"))
+        except (AttributeError, KeyError, IndexError, TypeError) as error:
+            raise RemoteFeatureError(f"the server's stream event has an unexpected shape "
+                                     f"({error!r}): {json.dumps(event)[:300]}") from error
+        text = str(text or "")
+        self.pieces.append(text)
+        return text
+
+    def _add_logprobs(self, raw: Any) -> None:
+        if not raw:
+            return
+        if self.is_chat:
+            self.chat_logprobs = [*(self.chat_logprobs or []), *(raw.get("content") or ())]
+            return
+        tokens = self.tokens or {"tokens": [], "token_logprobs": [], "top_logprobs": []}
+        tokens["tokens"] += raw["tokens"]
+        tokens["token_logprobs"] += raw["token_logprobs"]
+        tokens["top_logprobs"] += raw.get("top_logprobs") or [None] * len(raw["tokens"])
+        self.tokens = tokens
+
+    def as_completion(self) -> dict[str, Any]:
+        text = "".join(self.pieces)
+        choice: dict[str, Any] = {"finish_reason": self.finish_reason}
+        if self.is_chat:
+            choice["message"] = {"content": text}
+            if self.chat_logprobs is not None:
+                choice["logprobs"] = {"content": self.chat_logprobs}
+        else:
+            choice["text"] = text
+            choice["logprobs"] = self.tokens
+        return {"choices": [choice], "usage": dict(self.usage or {})}

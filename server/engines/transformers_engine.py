@@ -40,6 +40,7 @@ from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,
     ConstraintKind,
+    DeltaSink,
     EngineInfo,
     Generation,
     MenuResult,
@@ -60,6 +61,7 @@ from stackroute.server.engines.model_store import LoadedModel, load_model, resol
 from stackroute.server.engines.option_scoring import check_menu
 from stackroute.server.engines.prefix_cache import PrefixCache
 from stackroute.server.engines.rendering import ChatRenderer
+from stackroute.server.engines.streaming import TextAssembler
 from stackroute.server.engines.tree_attention import Branch, rows_by_branch
 from stackroute.server.engines.verification import PathLayoutError, PathLevel
 
@@ -215,9 +217,21 @@ class TransformersEngine:
 
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
+        return self.generate_stream(prompt, on_delta=None, constraint=constraint,
+                                    sampling=sampling)
+
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink | None,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """The answer's text goes to `on_delta` after every decoder pass (sampled, drafted
+        and jump-forward tokens alike); a choice is decided in one pass and sent whole."""
         sampling = sampling or SamplingOptions()
+        stream = None if on_delta is None else TextAssembler(on_delta, stop=sampling.stop)
         if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
-            return generation_from_choice(self.choose(prompt, constraint.choices))
+            gen = generation_from_choice(self.choose(prompt, constraint.choices))
+            if stream is not None:
+                stream.finish(gen.text)
+            return gen
         started = time.perf_counter()
         matcher = None if constraint is None else self.compiled_grammar(constraint).matcher()
         ids = self.renderer.prompt_ids(prompt)
@@ -226,9 +240,14 @@ class TransformersEngine:
         decoder = Decoder(self.runner, decode=self.renderer.decode, stop_ids=self._stop_ids,
                           vocab_size=self.loaded.vocab_size, prompt_ids=ids, matcher=matcher,
                           sampling=sampling, max_tokens=max_tokens,
-                          jump_forward=self.jump_forward)
+                          jump_forward=self.jump_forward,
+                          on_tokens=None if stream is None else lambda tokens: stream.push(
+                              self.renderer.decode([t for t in tokens
+                                                    if t not in self._stop_ids])))
         with self._lock:
             out = decoder.run()
+        if stream is not None:
+            stream.finish(out.text)
         self._counters.add(generate_calls=1)
         usage = Usage(model_calls=1, prompt_tokens=len(ids), prefill_tokens=out.num_prefill,
                       cached_tokens=out.num_cached, generated_tokens=len(out.token_ids),

@@ -40,7 +40,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -58,6 +58,7 @@ from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,
     ConstraintKind,
+    DeltaSink,
     EngineError,
     EngineInfo,
     Generation,
@@ -81,6 +82,7 @@ from stackroute.server.engines.option_scoring import (
     max_answer_tokens,
 )
 from stackroute.server.engines.rendering import ChatRenderer
+from stackroute.server.engines.streaming import TextAssembler
 from stackroute.server.engines.vllm_requests import (
     answer_steps,
     check_finished,
@@ -275,10 +277,23 @@ class VllmEngine:
 
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
+        return self.generate_stream(prompt, on_delta=None, constraint=constraint,
+                                    sampling=sampling)
+
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink | None,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """AsyncLLM's output stream: the answer so far after each engine step goes to
+        `on_delta` (from the engine's loop thread) as it arrives; a scored choice is sent
+        whole."""
         sampling = sampling or SamplingOptions()
+        stream = None if on_delta is None else TextAssembler(on_delta, stop=sampling.stop)
         if constraint is not None and constraint.kind is ConstraintKind.CHOICE \
                 and self.options.menu_mode is MenuMode.SCORE:
-            return generation_from_choice(self.choose(prompt, constraint.choices))
+            gen = generation_from_choice(self.choose(prompt, constraint.choices))
+            if stream is not None:
+                stream.finish(gen.text)
+            return gen
         started = time.perf_counter()
         ids = self.renderer.prompt_ids(prompt)
         check_context(len(ids) + 1, self.info.max_context_tokens)
@@ -286,10 +301,17 @@ class VllmEngine:
             max_tokens=min(sampling.max_tokens, self.info.max_context_tokens - len(ids)),
             temperature=sampling.temperature, stop=sampling.stop,
             top_logprobs=sampling.top_logprobs, seed=sampling.seed)
-        (out,) = self._call(self._gather([(ids, self._params(constraint, sampling))]))
+        params = self._params(constraint, sampling)
+        if stream is None:
+            (out,) = self._call(self._gather([(ids, params)]))
+        else:
+            out = self._call(self._one(ids, params, on_output=lambda partial: stream.push(
+                partial.outputs[0].text)))
         gen = self._generation(ids, out, sampling.top_logprobs, started)
         if constraint is not None and gen.finish_reason == "stop":
             check_finished(gen.text, constraint)
+        if stream is not None:
+            stream.finish(gen.text)
         self._counters.add(generate_calls=1)
         return gen
 
@@ -336,7 +358,9 @@ class VllmEngine:
     async def _gather(self, requests: Sequence[tuple[list[int], Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._one(ids, p) for ids, p in requests)))
 
-    async def _one(self, ids: list[int], params: Any) -> Any:
+    async def _one(self, ids: list[int], params: Any, *,
+                   on_output: Callable[[Any], None] | None = None) -> Any:
+        """One request's final output; `on_output` sees each partial (cumulative) output."""
         from vllm.exceptions import VLLMValidationError
         from vllm.inputs import TokensPrompt
 
@@ -345,6 +369,8 @@ class VllmEngine:
             async for out in self._llm.generate(TokensPrompt(prompt_token_ids=ids), params,
                                                 request_id=f"stackroute-{next(self._ids)}"):
                 final = out
+                if on_output is not None and out.outputs:
+                    on_output(out)  # raising here aborts the request (vLLM frees it)
         except VLLMValidationError as error:
             raise VllmRequestError(f"vLLM refused the request: {error}") from error
         if final is None:

@@ -2,9 +2,12 @@
 `POST /v1/completions`, with vLLM's `structured_outputs` and OpenAI's `response_format`.
 
 A request becomes (prompt, constraint, sampling options), runs through the engine queue in a
-worker thread, and the engine's `Generation` becomes OpenAI's response shape. Streaming sends
-the answer in OpenAI's chunk format once the engine has produced it: the engine protocol has
-no token-by-token interface yet, so the first chunk arrives with the whole answer.
+worker thread, and the engine's `Generation` becomes OpenAI's response shape. With `stream:
+true` the engine's `generate_stream` sends the answer piece by piece as it decodes (under the
+same constraint: `structured_outputs` and `response_format` stream too) and each piece goes out
+as an OpenAI chunk at once (`engine_stream.py` carries them from the worker thread). The
+response starts with the first piece, so an error before it (a full queue, a prompt too long)
+is still answered with its HTTP status; an error after it is an `error` event.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -22,6 +26,7 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     Constraint,
     ConstraintKind,
+    DeltaSink,
     Engine,
     Generation,
     PromptInput,
@@ -29,7 +34,8 @@ from stackroute.server.engines.base import (
 )
 from stackroute.server.http import openai_views as views
 from stackroute.server.http.app_state import AppState, get_state
-from stackroute.server.http.errors import InvalidParameterError, error_responses
+from stackroute.server.http.engine_stream import Finished, stream_call
+from stackroute.server.http.errors import InvalidParameterError, error_responses, request_id_of
 from stackroute.server.http.openai_constraints import request_constraint
 from stackroute.server.http.openai_schemas import (
     MAX_PROMPTS,
@@ -45,6 +51,7 @@ from stackroute.server.http.openai_schemas import (
     ModelCard,
     ModelList,
 )
+from stackroute.server.http.sse import sse_response
 from stackroute.server.service.engine_queue import EngineQueue
 
 _STARTED_AT = int(time.time())
@@ -100,18 +107,20 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     constraint = request_constraint(body, state.settings.max_menu_options)
     sampling = _sampling(body, max_tokens=max_tokens, top_logprobs=top)
     prompt = Prompt(tuple(_message(m) for m in body.messages))
+    head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()),
+            "model": state.engine.info.model}
+    if body.stream:
+        items = await _stream(state, [prompt], constraint, sampling, endpoint="chat")
+        return sse_response(views.chat_stream(
+            head, items, top_logprobs=top, include_usage=_include_usage(body),
+            request_id=request_id_of(request)))
     generations = await _generate(state, [prompt], constraint, sampling, endpoint="chat")
     gen = generations[0]
-    completion = ChatCompletion(
-        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
-        choices=[ChatChoice(index=0, message=AssistantMessage(content=gen.text),
-                            logprobs=views.chat_logprobs(gen, top),
-                            finish_reason=views.finish(gen))],
+    return ChatCompletion(
+        **head, choices=[ChatChoice(index=0, message=AssistantMessage(content=gen.text),
+                                    logprobs=views.chat_logprobs(gen, top),
+                                    finish_reason=views.finish(gen))],
         usage=views.usage(gen.usage))
-    if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return views.sse(views.chat_chunks(completion, include_usage))
-    return completion
 
 
 @router.post("/completions", response_model=Completion, summary="Text completion (raw prompt)",
@@ -127,19 +136,22 @@ async def completions(body: CompletionRequest, request: Request) -> Any:
     _check_max_tokens(body.max_tokens or 16, state.settings.max_output_tokens, "max_tokens")
     constraint = request_constraint(body, state.settings.max_menu_options)
     sampling = _sampling(body, max_tokens=body.max_tokens or 16, top_logprobs=body.logprobs)
+    head = {"id": f"cmpl-{uuid.uuid4().hex}", "created": int(time.time()),
+            "model": state.engine.info.model}
+    if body.stream:
+        items = await _stream(state, list(prompts), constraint, sampling,
+                              endpoint="completions")
+        return sse_response(views.completion_stream(
+            head, items, top_logprobs=body.logprobs, include_usage=_include_usage(body),
+            request_id=request_id_of(request)))
     generations = await _generate(state, list(prompts), constraint, sampling,
                                   endpoint="completions")
     total = sum((g.usage for g in generations), Usage())
-    completion = Completion(
-        id=f"cmpl-{uuid.uuid4().hex}", created=int(time.time()), model=state.engine.info.model,
-        choices=[CompletionChoice(index=i, text=g.text, finish_reason=views.finish(g),
-                                  logprobs=views.completion_logprobs(g, body.logprobs))
-                 for i, g in enumerate(generations)],
+    return Completion(
+        **head, choices=[CompletionChoice(index=i, text=g.text, finish_reason=views.finish(g),
+                                          logprobs=views.completion_logprobs(g, body.logprobs))
+                         for i, g in enumerate(generations)],
         usage=views.usage(total))
-    if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return views.sse(views.completion_chunks(completion, include_usage))
-    return completion
 
 
 # -- request → engine ---------------------------------------------------------------------------
@@ -183,6 +195,10 @@ def _sampling(body: ChatCompletionRequest | CompletionRequest, *, max_tokens: in
                            top_logprobs=top_logprobs, seed=seed)
 
 
+def _include_usage(body: ChatCompletionRequest | CompletionRequest) -> bool:
+    return bool(body.stream_options and body.stream_options.include_usage)
+
+
 def _message(message: ChatMessage) -> Message:
     role = "system" if message.role == "developer" else message.role
     content = message.content if isinstance(message.content, str) \
@@ -198,10 +214,7 @@ async def _generate(state: AppState, prompts: list[PromptInput], constraint: Con
     def call() -> list[Generation]:  # runs in a worker thread
         out = []
         for prompt in prompts:
-            num_tokens = engine.count_tokens(prompt)
-            if num_tokens > max_prompt_tokens:
-                raise PromptTooLongError(f"the prompt has {num_tokens} tokens; the limit is "
-                                         f"{max_prompt_tokens}")
+            _check_prompt_tokens(engine, prompt, max_prompt_tokens)
             out.append(_generate_one(engine, prompt, constraint, sampling))
         return out
 
@@ -213,9 +226,57 @@ async def _generate(state: AppState, prompts: list[PromptInput], constraint: Con
     return generations
 
 
+async def _stream(state: AppState, prompts: list[PromptInput], constraint: Constraint | None,
+                  sampling: SamplingOptions, *, endpoint: str,
+                  ) -> AsyncGenerator[views.StreamItem, None]:
+    """Each prompt's deltas as the engine produces them, then its whole `Generation`, each
+    under the prompt's index. The first item has arrived when this returns: an error before
+    it (queue full, prompt too long, a bad constraint) is raised here, as an HTTP error."""
+    engine = state.engine
+    max_prompt_tokens = state.settings.max_prompt_tokens
+    kind = constraint.kind.value if constraint is not None else "none"
+
+    def call(send: Callable[[views.StreamItem], None]) -> None:  # runs in a worker thread
+        for prompt in prompts:
+            _check_prompt_tokens(engine, prompt, max_prompt_tokens)
+        for index, prompt in enumerate(prompts):
+            gen = _generate_one(engine, prompt, constraint, sampling,
+                                on_delta=lambda delta, i=index: send((i, delta)))
+            send((index, gen))
+
+    async def items(source: AsyncGenerator[views.StreamItem | Finished[None], None],
+                    first: views.StreamItem | Finished[None],
+                    ) -> AsyncGenerator[views.StreamItem, None]:
+        try:
+            item = first
+            while not isinstance(item, Finished):
+                if isinstance(item[1], Generation):
+                    state.metrics.observe_model_call(endpoint=endpoint, constraint=kind,
+                                                     usage=item[1].usage)
+                yield item
+                item = await anext(source)
+        finally:
+            await source.aclose()
+
+    source = stream_call(state.engine_queue, call)
+    first = await anext(source)
+    return items(source, first)
+
+
+def _check_prompt_tokens(engine: Engine, prompt: PromptInput, max_prompt_tokens: int) -> None:
+    num_tokens = engine.count_tokens(prompt)
+    if num_tokens > max_prompt_tokens:
+        raise PromptTooLongError(f"the prompt has {num_tokens} tokens; the limit is "
+                                 f"{max_prompt_tokens}")
+
+
 def _generate_one(engine: Engine, prompt: PromptInput, constraint: Constraint | None,
-                  sampling: SamplingOptions) -> Generation:
+                  sampling: SamplingOptions, *, on_delta: DeltaSink | None = None,
+                  ) -> Generation:
     try:
+        if on_delta is not None:
+            return engine.generate_stream(prompt, on_delta=on_delta, constraint=constraint,
+                                          sampling=sampling)
         return engine.generate(prompt, constraint=constraint, sampling=sampling)
     except InputError:
         raise

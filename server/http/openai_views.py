@@ -1,20 +1,18 @@
 """OpenAI's response shapes from an engine's `Generation`: finish reasons, usage, logprobs,
-and the chunks of a streamed answer."""
+and the chunks of a streamed answer, sent as the engine produces it."""
 
 from __future__ import annotations
 
-import json
+import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from fastapi.responses import StreamingResponse
+from stackroute.runtime.errors import InputError
 from stackroute.runtime.usage import Usage
-from stackroute.server.engines.base import Generation, TokenLogprob
+from stackroute.server.engines.base import EngineError, Generation, TextDelta, TokenLogprob
 from stackroute.server.http.openai_schemas import (
-    ChatCompletion,
     ChatLogprobs,
-    Completion,
     CompletionLogprobs,
     CompletionUsage,
     FinishReason,
@@ -22,6 +20,9 @@ from stackroute.server.http.openai_schemas import (
     TokenLogprobOut,
     TopLogprob,
 )
+from stackroute.server.http.sse import SseEvent
+
+log = logging.getLogger(__name__)
 
 MIN_LOGPROB = -9999.0  # JSON has no -inf; a masked-out token reports this instead
 
@@ -81,44 +82,77 @@ def completion_logprobs(gen: Generation, k: int | None) -> CompletionLogprobs | 
         text_offset=offsets)
 
 
-def chat_chunks(c: ChatCompletion, include_usage: bool) -> list[dict[str, Any]]:
-    head = {"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-            "model": c.model}
-    choice = c.choices[0]
-    logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
+StreamItem = tuple[int, TextDelta | Generation]  # (choice index, a delta or its whole answer)
 
-    def chunk(delta: dict[str, Any], **extra: Any) -> dict[str, Any]:
+
+async def chat_stream(head: dict[str, Any], items: AsyncGenerator[StreamItem, None], *,
+                      top_logprobs: int | None, include_usage: bool,
+                      request_id: str | None) -> AsyncIterator[SseEvent]:
+    """`chat.completion.chunk` events as the engine produces the answer: the role, one chunk
+    per delta, then the finish reason (with the answer's logprobs, when asked for), the usage
+    (with `include_usage`) and `[DONE]`. An error after the first chunk is an `error` event."""
+    head = {**head, "object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], **extra: Any) -> SseEvent:
         entry = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None} | extra
-        return {**head, "choices": [entry]}
+        return SseEvent({**head, "choices": [entry]})
 
-    chunks = [chunk({"role": "assistant", "content": ""}),
-              chunk({"content": choice.message.content}, logprobs=logprobs),
-              chunk({}, finish_reason=choice.finish_reason)]
-    if include_usage:
-        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
-    return chunks
-
-
-def completion_chunks(c: Completion, include_usage: bool) -> list[dict[str, Any]]:
-    head = {"id": c.id, "object": "text_completion", "created": c.created, "model": c.model}
-    chunks = []
-    for choice in c.choices:
-        logprobs = choice.logprobs.model_dump() if choice.logprobs is not None else None
-        chunks.append({**head, "choices": [{"index": choice.index, "text": choice.text,
-                                            "logprobs": logprobs, "finish_reason": None}]})
-        chunks.append({**head, "choices": [{"index": choice.index, "text": "",
-                                            "logprobs": None,
-                                            "finish_reason": choice.finish_reason}]})
-    if include_usage:
-        chunks.append({**head, "choices": [], "usage": c.usage.model_dump()})
-    return chunks
+    yield chunk({"role": "assistant", "content": ""})
+    try:
+        async for _, value in items:
+            if isinstance(value, TextDelta):
+                yield chunk({"content": value.text})
+                continue
+            logprobs = chat_logprobs(value, top_logprobs)
+            yield chunk({}, finish_reason=finish(value),
+                        logprobs=None if logprobs is None else logprobs.model_dump())
+            if include_usage:
+                yield SseEvent({**head, "choices": [],
+                                "usage": usage(value.usage).model_dump()})
+    except Exception as error:  # the stream has begun: an error event, not a status
+        yield SseEvent(stream_error(error, request_id))
+    finally:
+        await items.aclose()
+    yield SseEvent("[DONE]")
 
 
-def sse(chunks: list[dict[str, Any]]) -> StreamingResponse:
-    async def events() -> AsyncIterator[str]:
-        for chunk in chunks:
-            yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
-        yield "data: [DONE]\n\n"
+async def completion_stream(head: dict[str, Any], items: AsyncGenerator[StreamItem, None], *,
+                            top_logprobs: int | None, include_usage: bool,
+                            request_id: str | None) -> AsyncIterator[SseEvent]:
+    """`text_completion` events: each prompt's deltas under its index, then its finish reason
+    (with its logprobs, when asked for); the summed usage (with `include_usage`); `[DONE]`."""
+    head = {**head, "object": "text_completion"}
+    total = Usage()
 
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    def chunk(index: int, text: str, **extra: Any) -> SseEvent:
+        entry = {"index": index, "text": text, "logprobs": None, "finish_reason": None} | extra
+        return SseEvent({**head, "choices": [entry]})
+
+    try:
+        async for index, value in items:
+            if isinstance(value, TextDelta):
+                yield chunk(index, value.text)
+                continue
+            total = total + value.usage
+            logprobs = completion_logprobs(value, top_logprobs)
+            yield chunk(index, "", finish_reason=finish(value),
+                        logprobs=None if logprobs is None else logprobs.model_dump())
+        if include_usage:
+            yield SseEvent({**head, "choices": [], "usage": usage(total).model_dump()})
+    except Exception as error:  # the stream has begun: an error event, not a status
+        yield SseEvent(stream_error(error, request_id))
+    finally:
+        await items.aclose()
+    yield SseEvent("[DONE]")
+
+
+def stream_error(error: Exception, request_id: str | None) -> dict[str, Any]:
+    """The `error` event of a stream that failed after its first chunk (its status is sent)."""
+    if isinstance(error, InputError | EngineError):
+        return {"error": {"code": error.code, "message": str(error),
+                          "type": "invalid_request_error" if isinstance(error, InputError)
+                          else "server_error", "request_id": request_id}}
+    log.error("a streamed answer failed", exc_info=error, extra={"request_id": request_id})
+    return {"error": {"code": "internal_error", "type": "server_error", "request_id": request_id,
+                      "message": f"internal server error (request id {request_id}); the "
+                                 "server log has the details"}}

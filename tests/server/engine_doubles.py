@@ -15,12 +15,14 @@ from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     Constraint,
+    DeltaSink,
     EngineInfo,
     Generation,
     MenuResult,
     PrepareStats,
     PromptInput,
     SamplingOptions,
+    TextDelta,
 )
 
 BUILT: list[RecordingEngine] = []
@@ -56,6 +58,14 @@ class RecordingEngine:
             raise self.error
         return Generation(text="ok", finish_reason="stop",
                           usage=Usage(model_calls=1, prompt_tokens=4, generated_tokens=1))
+
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """`generate`, its answer sent as one delta."""
+        gen = self.generate(prompt, constraint=constraint, sampling=sampling)
+        on_delta(TextDelta(gen.text))
+        return gen
 
     def metrics(self) -> dict[str, float]:
         return {}

@@ -209,6 +209,20 @@ def test_json_regex_and_choice_constraints(vllm_engine: Any) -> None:
     assert free.finish_reason in ("stop", "length") and free.usage.generated_tokens >= 1
 
 
+def test_generate_stream_sends_the_answer_as_vllm_produces_it(vllm_engine: Any) -> None:
+    """AsyncLLM's output stream, per engine step: the deltas join to `generate`'s answer
+    (greedy), under a JSON constraint too."""
+    prompt = Prompt((SYSTEM, Message("user", "Weather in Oslo for the next 3 days, as JSON.")))
+    for constraint in (None, Constraint.json(ARGS_SCHEMA)):
+        sampling = SamplingOptions(max_tokens=24)
+        whole = vllm_engine.generate(prompt, constraint=constraint, sampling=sampling)
+        deltas: list[Any] = []
+        gen = vllm_engine.generate_stream(prompt, on_delta=deltas.append,
+                                          constraint=constraint, sampling=sampling)
+        assert "".join(d.text for d in deltas) == gen.text == whole.text
+        assert len(deltas) > 1
+
+
 def test_prepare_warms_every_schema(vllm_engine: Any, tmp_path: Path) -> None:
     catalog = tmp_path / "c.json"
     catalog.write_text(json.dumps({"name": "root", "children": [
