@@ -200,7 +200,8 @@ class PgSessionStore:
 
     def list_sessions(self, *, status: RunStatus | None = None, catalog_id: str | None = None,
                       limit: int = 100, offset: int = 0) -> list[SessionRow]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if status is not None:
             where.append("status = %s")
             params.append(status.value)

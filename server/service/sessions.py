@@ -221,7 +221,7 @@ class SessionService:
         """Resume every session a stopped process left running (over a shared store: those
         whose instance's lease expired, claimed for this one); paused ones stay paused
         (they are loaded when approved or rejected). Return the resumed ids."""
-        resumed = []
+        resumed: list[str] = []
         with self._lock:
             if self._is_closing:
                 return resumed
