@@ -38,22 +38,22 @@ def route_tree(trace: Iterable[TraceEvent]) -> Tree:
     root = Tree(Text("<root>", style="bold"), guide_style="dim")
     frames: dict[int | None, Tree] = {}
     calls: dict[str, Tree] = {}
-    entered_p: float | None = None
+    entered: Text | None = None  # what the decision that led here says (p, or no model call)
     for e in trace:
         here = frames.get(e.frame_id, root)
         if e.kind is EventKind.START:
             frames[e.frame_id] = root
         elif e.kind is EventKind.PUSH:
             label = Text(e.path.rsplit("/", 1)[-1], style="bold")
-            frames[e.frame_id] = frames.get(e.parent_id, root).add(_with_p(label, entered_p))
+            frames[e.frame_id] = frames.get(e.parent_id, root).add(_with(label, entered))
         elif e.kind is EventKind.ROUTE:
-            entered_p = _p(e)
+            entered = _decision_note(e)
             if e.decision in ("DONE", "BACK"):
-                here.add(_with_p(Text(e.decision, style="dim"), entered_p))
+                here.add(_with(Text(e.decision, style="dim"), entered))
         elif e.kind is EventKind.LEAF_PENDING:
             leaf = str(e.detail.get("leaf", e.path)).rsplit("/", 1)[-1]
             label = Text.assemble((leaf, "bold cyan"), " ", _short(e.arguments or {}))
-            calls[str(e.detail.get("call_id"))] = here.add(_with_p(label, entered_p))
+            calls[str(e.detail.get("call_id"))] = here.add(_with(label, entered))
         elif e.kind is EventKind.LEAF_RESULT:
             call = calls.get(str(e.detail.get("call_id")), here)
             call.add(Text(f"error: {e.error}", style="red") if e.error
@@ -121,13 +121,19 @@ def route_report(out: Mapping[str, Any], menu: Sequence[str] | None) -> Renderab
                  usage_table(out["usage"]))
 
 
-def _p(e: TraceEvent) -> float | None:
+def _decision_note(e: TraceEvent) -> Text | None:
+    """`p=0.91` for a decision the model made; "no model call" for one made without (the
+    guided policy's finish rule, a decision verified earlier by speculation)."""
     p = (e.probabilities or {}).get(e.decision or "")
-    return None if p is None else float(p)
+    if p is not None:
+        return Text(f"p={float(p):.2f}", style="dim")
+    if e.usage is not None and not e.usage.get("model_calls"):
+        return Text("no model call", style="dim")
+    return None
 
 
-def _with_p(label: Text, p: float | None) -> Text:
-    return label if p is None else Text.assemble(label, (f"  p={p:.2f}", "dim"))
+def _with(label: Text, note: Text | None) -> Text:
+    return label if note is None else Text.assemble(label, "  ", note)
 
 
 def _short(value: Any) -> Text:
