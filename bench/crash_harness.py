@@ -69,6 +69,7 @@ from stackroute.runtime.trace import TraceEvent
 from stackroute.server.service.store import strict_json
 
 ENGINE = "stackroute.bench.scripted_engine:create"
+PACED_ENGINE = "stackroute.bench.scripted_engine:create_paced"
 FULL_KILLS = 60
 SMOKE_KILLS = 5
 INTERRUPTED = "interrupted"  # how StoreExecutor's error for a call killed mid-handler begins
@@ -87,6 +88,7 @@ class HarnessOptions:
     db_url: str | None = None  # None: a SQLite file in the working folder
     lease_s: float = 2.0  # session_lease_s of each instance (shared store only)
     max_sessions: int | None = None  # stop creating after this many sessions
+    engine: str = ENGINE  # e.g. PACED_ENGINE: slower sessions, so kills land inside them
 
 
 @dataclass
@@ -209,7 +211,7 @@ def _servers(workdir: Path, db: str, log: Path,
     catalog.write_text(json.dumps(CATALOG, indent=1))
     config = workdir / "serve.json"
     config.write_text(json.dumps({
-        "engine": ENGINE, "allowed_handler_modules": [HANDLER_MODULE],
+        "engine": options.engine, "allowed_handler_modules": [HANDLER_MODULE],
         "leaf_timeout_s": 10.0, "log_level": "warning",
         "session_lease_s": options.lease_s}))
     return [ServerProcess(["--config", str(config), "--db", db, "--catalog", str(catalog)],
@@ -414,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--instances > 1: a throwaway local cluster)")
     parser.add_argument("--lease-s", type=float, default=2.0)
     parser.add_argument("--sessions", type=int, default=None, help="stop creating after N")
+    parser.add_argument("--paced", action="store_true", help="routing calls of "
+                        "scripted_engine.PACED_DELAY_S, so sessions outlast several kills")
     parser.add_argument("--min-delay-s", type=float, default=0.1)
     parser.add_argument("--max-delay-s", type=float, default=1.2)
     parser.add_argument("--out", type=Path, default=None, help="working folder (kept)")
@@ -423,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     options = HarnessOptions(kills=kills, seed=args.seed, concurrency=args.concurrency,
                              out=args.out, instances=args.instances, db_url=args.db,
                              lease_s=args.lease_s, max_sessions=args.sessions,
-                             min_delay_s=args.min_delay_s, max_delay_s=args.max_delay_s)
+                             min_delay_s=args.min_delay_s, max_delay_s=args.max_delay_s,
+                             engine=PACED_ENGINE if args.paced else ENGINE)
     if args.instances > 1 and args.db is None:
         from stackroute.bench.pg_cluster import running_cluster
 

@@ -116,6 +116,15 @@ def create(**options: Any) -> ScriptedEngine:
     return ScriptedEngine()
 
 
+PACED_DELAY_S = 0.2  # a routing call as long as a served model's, so kills land mid-session
+
+
+def create_paced(**options: Any) -> ScriptedEngine:
+    """`--engine stackroute.bench.scripted_engine:create_paced`: `PACED_DELAY_S` per routing
+    call (the multi-instance crash run, where sessions must outlast several kills)."""
+    return ScriptedEngine(delay_s=PACED_DELAY_S)
+
+
 def arguments_for(schema: Mapping[str, Any], request: str) -> dict[str, Any]:
     """Arguments for an object schema, from the request's `job=` and `amount=`."""
     job = _JOB.search(request)
