@@ -59,6 +59,7 @@ from stackroute.server.service.session_options import SessionOptions
 from stackroute.server.service.store import SessionRecord, SessionRow
 from stackroute.server.service.store_executor import Fence, FencedExecutor, StoreExecutor
 from stackroute.server.service.store_protocol import (
+    DuplicateRecordError,
     LeaseLostError,
     Listening,
     StoreBackend,
@@ -288,6 +289,17 @@ class SessionService:
                 with self._lock:
                     self._active.discard(session_id)
                     self._live.pop(session_id, None)
+                break
+            except DuplicateRecordError as e:
+                # A save whose commit went through though its answer was lost (a dropped
+                # connection), retried: the store holds the truth. Let go of the session so
+                # it is claimed and reloaded from there (by this instance's keeper or another).
+                log.warning("session %s: %s; reloading it from the store", session_id, e)
+                with self._lock:
+                    self._active.discard(session_id)
+                    live = self._live.pop(session_id, None)
+                if live is not None and self.store.is_shared:
+                    self.store.release_session(session_id, live.fence.token)
                 break
             except RETRYABLE as e:
                 with self._lock:
