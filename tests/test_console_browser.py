@@ -268,6 +268,16 @@ def test_console_session_gate_approve_in_a_real_browser(
     assert final["calls"][0]["arguments"] == {"payee": "Asha", "amount": 5}
     _screenshot(browser, tmp_path, "session-done")
 
+    # Reject: the run goes on without the call.
+    rejected_id = _create(client, catalog_id, "send 5 euros to Asha, again")
+    _wait_status(client, rejected_id, "paused")
+    browser.get(f"{server['base_url']}/ui#/session/{rejected_id}")
+    _wait(browser, ".gate #reject").click()
+    _wait(browser, '#view[data-status="done"]')
+    assert _wait(browser, ".ev-gate_reject").text.split()[1:3] == ["REJECTED", "call"]
+    final = client.get(f"/v1/sessions/{rejected_id}").json()
+    assert final["status"] == "done" and final["calls"] == []
+
 
 def test_console_catalog_lint_search_and_try_in_a_real_browser(
         server: dict[str, Any], browser: Any, tmp_path: Path) -> None:
