@@ -262,10 +262,12 @@ class PgSessionStore:
         return [str(r["id"]) for r in rows]
 
     def renew_leases(self, owner: str, *, lease_s: float | None = None) -> int:
-        """Extend every lease `owner` holds (the instance's heartbeat)."""
+        """Extend the leases `owner` holds on running sessions (the instance's heartbeat; a
+        lease left on a paused one by a failed release expires instead)."""
         with self._transaction() as conn:
             return int(conn.execute(
-                f"UPDATE sessions SET lease_expires = {_EXPIRES} WHERE owner = %(owner)s",
+                f"UPDATE sessions SET lease_expires = {_EXPIRES} WHERE owner = %(owner)s "
+                "AND status = 'running'",
                 {"owner": owner, "lease_s": lease_s or self.lease_s}).rowcount)
 
     def release_session(self, session_id: str, token: int) -> None:

@@ -203,10 +203,14 @@ class SessionService:
 
     def cancel(self, session_id: str) -> SessionRecord:
         live = self._live_session(session_id, is_client=True, is_forced=True)
-        with live.lock:
-            live.machine.cancel(live.state)
-            self._persist(live)
-            self._forget(session_id)
+        try:
+            with live.lock:
+                live.machine.cancel(live.state)
+                self._persist(live)
+                self._forget(session_id)
+        except BaseException:
+            self._settle_claim(live)
+            raise
         self._watchers.notify(session_id)
         return self.get(session_id)
 
@@ -404,15 +408,37 @@ class SessionService:
 
     def _gate(self, session_id: str, digest: str, *, is_approved: bool) -> SessionRecord:
         live = self._live_session(session_id, is_client=True)
-        with live.lock:
-            if is_approved:
-                live.machine.approve(live.state, digest)
-            else:
-                live.machine.reject(live.state, digest)
-            self._persist(live)
+        try:
+            with live.lock:
+                if is_approved:
+                    live.machine.approve(live.state, digest)
+                else:
+                    live.machine.reject(live.state, digest)
+                self._persist(live)
+        except BaseException:  # a wrong digest (409), a store error
+            self._settle_claim(live)
+            raise
         self._watchers.notify(session_id)
         self._schedule(session_id)
         return self.get(session_id)
+
+    def _settle_claim(self, live: _Live) -> None:
+        """After a client's request failed over a shared store: the lease it claimed must not
+        stay with an instance that is not advancing the session (its keeper would renew it
+        forever). A running session is advanced here; any other lets the lease go."""
+        if not self.store.is_shared:
+            return
+        session_id = live.state.run_id
+        if live.state.status is RunStatus.RUNNING:
+            self._schedule(session_id)
+            return
+        with self._lock:
+            is_ours = session_id in self._active
+        if not is_ours:
+            try:
+                self.store.release_session(session_id, live.fence.token)
+            except Exception:  # it expires instead: keepers renew running sessions only
+                log.warning("could not release session %s", session_id, exc_info=True)
 
     # -- helpers -----------------------------------------------------------------------------
     def _row(self, session_id: str) -> SessionRow:

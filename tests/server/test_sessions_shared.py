@@ -14,6 +14,7 @@ import pytest
 from stackroute.bench.crash_handlers import LOG_ENV, read_log
 from stackroute.bench.crash_plan import CATALOG, HANDLER_MODULE, Job
 from stackroute.bench.scripted_engine import ScriptedEngine
+from stackroute.runtime.errors import StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.server.service.catalog_registry import CatalogRegistry
 from stackroute.server.service.session_options import SessionOptions
@@ -102,3 +103,22 @@ def test_a_session_paused_on_a_is_approved_through_b_and_finishes_there(
     trace = b.store.transitions(sid)
     assert [e["seq"] for e in trace] == list(range(len(trace)))
     assert any(e["kind"] == "gate_approve" for e in trace)
+
+
+def test_a_refused_approval_through_b_does_not_keep_the_session_from_a(
+        pair: tuple[Instance, Instance], tmp_path: Path) -> None:
+    a, b = pair
+    catalog_id = a.catalogs.add_text(json.dumps(CATALOG))[0].id
+    job = Job(tag="W1", amount=3, plan=("cards", "freeze_card"), rejects=frozenset(),
+              is_auto_approve=False)
+    sid = a.service.create(catalog_id, job.task).row.id
+    _wait(a, sid, RunStatus.PAUSED)
+    with pytest.raises(StateError):  # a stale digest: 409, and B lets the lease go
+        b.service.approve(sid, "0" * 64)
+    pending = a.service.get(sid).state.pending
+    assert pending is not None
+    started = time.monotonic()
+    a.service.approve(sid, pending.digest)  # at once, not after B's lease would expire
+    assert time.monotonic() - started < 1.0
+    _wait(a, sid, RunStatus.DONE)
+    assert [line["leaf"] for line in read_log(tmp_path / "handlers.jsonl")] == ["freeze_card"]
