@@ -1,5 +1,8 @@
 """The remote engine's HTTP client: one pooled `httpx.Client`, JSON requests, and retries.
 
+Each request carries the caller's W3C trace context (`traceparent`, from
+`trace_context.py`), so the upstream's spans join the trace of the request that caused them.
+
 Retried: connection failures, a dropped or reset connection, 429 (after its `Retry-After`),
 502, 503 and 504, with exponential backoff and jitter. Every other error is raised at once: a
 4xx is our request's fault and would fail again, and a timeout (`timeout_s`, end to end) would
@@ -32,6 +35,7 @@ from stackroute.server.engines.remote_errors import (
     RemoteTimeoutError,
     RemoteUnavailableError,
 )
+from stackroute.server.engines.trace_context import trace_headers
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +165,8 @@ class RemoteClient:
             status: int | None = None
             retry_after_s: float | None = None
             try:
-                request = self.client.build_request(method, path, json=body)
+                request = self.client.build_request(method, path, json=body,
+                                                    headers=trace_headers())
                 response = self.client.send(request, stream=is_stream)
             except _RETRYABLE_TRANSPORT as e:
                 problem, delay = f"{type(e).__name__}: {e}", self._backoff(attempt)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,11 +39,14 @@ from stackroute.server.http.middleware import (
     BodyLimitMiddleware,
     ConnectionLimitMiddleware,
     RequestContextMiddleware,
+    TraceContextMiddleware,
     route_template,
 )
 from stackroute.server.service.engine_queue import EngineQueue
 from stackroute.server.service.services import Services
 from stackroute.server.settings import ServerSettings
+from stackroute.server.telemetry import Telemetry
+from stackroute.server.telemetry_spans import SessionTracing
 from starlette.types import Scope
 
 log = logging.getLogger(__name__)
@@ -57,9 +61,12 @@ class Readiness(BaseModel):
     checks: dict[str, bool] = Field(description="engine: model loaded; catalogs: compiled")
 
 
-def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> FastAPI:
-    """The app for these settings; `engine` replaces the one the settings name (tests)."""
+def create_app(settings: ServerSettings, *, engine: Engine | None = None,
+               telemetry: Telemetry | None = None) -> FastAPI:
+    """The app for these settings; `engine` replaces the one the settings name (tests), and
+    `telemetry` the OTLP export the environment asks for (`server/telemetry.py`)."""
     metrics = Metrics()
+    traces = telemetry if telemetry is not None else Telemetry.from_environ()
     queue = EngineQueue(max_queue=settings.max_queue, max_concurrency=settings.max_concurrency)
 
     @asynccontextmanager
@@ -82,6 +89,10 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
             Services.open, settings, served, on_routing_call=lambda outcome, usage:
             metrics.observe_routing_call(outcome=outcome, usage=usage)))
         state.services = services
+        tracing = None if traces.tracer is None else SessionTracing(
+            traces.tracer, model=served.info.model, system=served.info.engine)
+        if tracing is not None:  # each saved transition becomes spans
+            services.sessions.on_saved = tracing.on_saved
         metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
@@ -91,6 +102,10 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
         finally:
             state.is_ready = False
             await anyio.to_thread.run_sync(services.close)
+            if tracing is not None:
+                tracing.close(time.time())  # paused sessions' spans end here
+            if telemetry is None:  # ours: built above
+                await anyio.to_thread.run_sync(traces.shutdown)
 
     app = FastAPI(title="stackroute", version=_version(), lifespan=lifespan,
                   description="Hierarchical tool routing on a local model, with an "
@@ -137,6 +152,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None) -> Fas
         public = public if settings.protect_metrics else public | {"/metrics"}
         app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key, public_paths=public)
     app.add_middleware(ConnectionLimitMiddleware, max_connections=settings.max_connections)
+    app.add_middleware(TraceContextMiddleware, telemetry=traces)
     app.add_middleware(RequestContextMiddleware, on_finish=on_finish)  # outermost
     return app
 

@@ -1,5 +1,5 @@
 """ASGI middleware: request ids with one structured log line per request, the body limit and
-body-read timeout, and the limit on requests in flight.
+body-read timeout, the limit on requests in flight, and the W3C trace context.
 
 Both are plain ASGI (not Starlette's BaseHTTPMiddleware), so streamed responses pass through
 untouched and nothing is buffered but a request body, which is capped.
@@ -15,7 +15,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from stackroute.server.engines.trace_context import TRACEPARENT, is_valid_traceparent
 from stackroute.server.http.errors import error_response, internal_error_response
+from stackroute.server.telemetry import Telemetry, context_from_traceparent, traceparent_of
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("stackroute.server.access")
@@ -168,6 +170,71 @@ class ConnectionLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.num_active -= 1
+
+
+class TraceContextMiddleware:
+    """The caller's `traceparent` (when well-formed) is the parent of this request's server
+    span, with telemetry on, and the current OpenTelemetry context while the request runs
+    (so a session it starts hangs under it). The trace context the engine forwards on its own
+    requests (`engines/trace_context.py`) is this span's; with telemetry off, the caller's
+    `traceparent` unchanged, and no OpenTelemetry module is imported."""
+
+    def __init__(self, app: ASGIApp, *, telemetry: Telemetry) -> None:
+        self.app = app
+        self.telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = _traceparent(scope)
+        tracer = self.telemetry.tracer
+        if tracer is None:
+            token = TRACEPARENT.set(incoming)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                TRACEPARENT.reset(token)
+            return
+        from opentelemetry import context, trace
+
+        parent = context_from_traceparent(incoming)
+        method = scope["method"][:16]
+        span = tracer.start_span(f"{method} {scope['path'][:128]}", context=parent,
+                                 kind=trace.SpanKind.SERVER, attributes={
+                                     "http.request.method": method,
+                                     "url.path": scope["path"][:512]})
+        otel_token = context.attach(trace.set_span_in_context(span, parent))
+        token = TRACEPARENT.set(traceparent_of(span))
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = route_template(scope)
+            if route != "<unmatched>":
+                span.update_name(f"{method} {route}")
+                span.set_attribute("http.route", route)
+            span.set_attribute("http.response.status_code", status)
+            if status >= 500:
+                span.set_status(trace.Status(trace.StatusCode.ERROR))
+            span.end()
+            TRACEPARENT.reset(token)
+            context.detach(otel_token)
+
+
+def _traceparent(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"traceparent":
+            text = bytes(value).decode("latin-1").strip().lower()
+            return text if is_valid_traceparent(text) else None
+    return None
 
 
 def _request_id(scope: Scope) -> str:

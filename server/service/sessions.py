@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,7 +34,7 @@ from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.state import RunState
-from stackroute.runtime.trace import EventKind
+from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
@@ -73,6 +73,8 @@ MAX_RETRY_S = 2.0
 CLAIM_WAIT_S = 3.0  # a client's approve waits this long for another instance's lease to end
 RETRYABLE = (sqlite3.OperationalError, StoreBusyError)  # the store is busy or away for now
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
+# (session id, its newly saved trace events): telemetry_spans.SessionTracing.on_saved
+SavedObserver = Callable[[str, Sequence[TraceEvent]], None]
 
 
 class AutoApproveForbiddenError(InputError):
@@ -114,6 +116,7 @@ class SessionService:
         self.store = store
         self.routers = routers  # None: plain routing, a router per session
         self.on_routing_call = on_routing_call
+        self.on_saved: SavedObserver | None = None  # set by the app when telemetry is on
         self.catalogs = catalogs
         self.options = options or SessionOptions()
         handlers = handlers or HandlerTable(
@@ -166,6 +169,8 @@ class SessionService:
         row = self.store.session_row(session_id)
         if row is None:
             raise RuntimeError(f"session {session_id} vanished right after it was created")
+        if self.on_saved is not None:  # here, in the creating request's trace context
+            self.on_saved(session_id, state.trace)
         with self._lock:
             self._live[session_id] = _Live(row=row, state=state, machine=machine,
                                            num_saved=len(state.trace), fence=fence)
@@ -396,6 +401,8 @@ class SessionService:
             if not is_kept_on_failure:
                 self._reload(live)
             raise
+        if self.on_saved is not None:
+            self.on_saved(state.run_id, events)
         live.num_saved = len(state.trace)
         live.is_dirty = False
 
