@@ -29,11 +29,13 @@ span. A run resumed by another process starts a new session span there
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.server.telemetry import Telemetry, context_from_traceparent
 
 log = logging.getLogger(__name__)
 
@@ -151,50 +153,11 @@ class RunSpans:
         return span
 
     def _route(self, e: TraceEvent) -> None:
-        usage: Mapping[str, Any] = e.usage or {}
-        detail = e.detail
-        end_s = e.time_unix
-        total_s = float(usage.get("latency_ms") or 0.0) / 1e3
-        arguments_s = float(detail.get("arguments_latency_ms") or 0.0) / 1e3 \
-            if e.arguments is not None else 0.0
-        parent = self._context(self._frame(e.frame_id, e, parent_id=e.parent_id))
-        probabilities = e.probabilities or {}
-        input_tokens = int(usage.get("prompt_tokens") or 0)
-        output_tokens = int(usage.get("generated_tokens") or 0)
-        cached = int(usage.get("cached_tokens") or 0)
-        self.usage["input"] += input_tokens
-        self.usage["output"] += output_tokens
-        self.usage["cached"] += cached
-        attributes = {**self._model_attributes(), "stackroute.call": "routing",
-                      "stackroute.node_path": e.path,
-                      "stackroute.menu_size": len(e.menu or ()),
-                      "stackroute.choice": e.decision or "",
-                      "gen_ai.usage.input_tokens": input_tokens,
-                      "gen_ai.usage.output_tokens": output_tokens,
-                      "stackroute.cached_tokens": cached,
-                      "stackroute.prefill_tokens": int(usage.get("prefill_tokens") or 0),
-                      "stackroute.model_calls": int(usage.get("model_calls") or 0),
-                      "stackroute.speculation.accepted_levels":
-                          int(usage.get("accepted_levels") or 0)}
-        if e.decision in probabilities:
-            attributes["stackroute.choice_probability"] = float(probabilities[e.decision])
-        if "policy" in detail:
-            attributes["stackroute.policy"] = str(detail["policy"])
-        start_s = end_s - total_s
-        span = self.tracer.start_span(f"chat {self.model}", context=parent,
-                                      start_time=_ns(start_s), attributes=attributes)
-        span.end(end_time=_ns(end_s - arguments_s))
-        if e.arguments is None:
-            return
-        arguments = self.tracer.start_span(
-            f"chat {self.model}", context=parent, start_time=_ns(end_s - arguments_s),
-            attributes={**self._model_attributes(), "stackroute.call": "arguments",
-                        "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or "",
-                        "gen_ai.response.finish_reasons":
-                            [str(detail.get("arguments_finish_reason", ""))],
-                        "stackroute.forward_passes":
-                            int(detail.get("arguments_forward_passes") or 0)})
-        arguments.end(end_time=_ns(end_s))
+        frame = self._frame(e.frame_id, e, parent_id=e.parent_id)
+        usage = routing_call_spans(self.tracer, e, model=self.model, system=self.system,
+                                   parent=self._context(frame))
+        for key, value in usage.items():
+            self.usage[key] += value
 
     def _leaf(self, e: TraceEvent) -> None:
         from opentelemetry import trace
@@ -215,9 +178,54 @@ class RunSpans:
             span.set_status(trace.Status(trace.StatusCode.ERROR, e.error[:200]))
         span.end(end_time=_ns(e.time_unix))
 
-    def _model_attributes(self) -> dict[str, Any]:
-        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.model,
-                "gen_ai.system": self.system, "gen_ai.provider.name": self.system}
+
+
+def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
+                       parent: Any = None) -> dict[str, int]:
+    """A ROUTE event as its routing call span (and, for a leaf, the argument generation
+    span after it), under `parent` (None: the current context, e.g. `/v1/route`'s request
+    span). Returns its tokens: {"input", "output", "cached"}."""
+    usage: Mapping[str, Any] = e.usage or {}
+    detail = e.detail
+    end_s = e.time_unix
+    total_s = float(usage.get("latency_ms") or 0.0) / 1e3
+    arguments_s = float(detail.get("arguments_latency_ms") or 0.0) / 1e3 \
+        if e.arguments is not None else 0.0
+    probabilities = e.probabilities or {}
+    tokens = {"input": int(usage.get("prompt_tokens") or 0),
+              "output": int(usage.get("generated_tokens") or 0),
+              "cached": int(usage.get("cached_tokens") or 0)}
+    model_attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                        "gen_ai.system": system, "gen_ai.provider.name": system}
+    attributes = {**model_attributes, "stackroute.call": "routing",
+                  "stackroute.node_path": e.path,
+                  "stackroute.menu_size": len(e.menu or ()),
+                  "stackroute.choice": e.decision or "",
+                  "gen_ai.usage.input_tokens": tokens["input"],
+                  "gen_ai.usage.output_tokens": tokens["output"],
+                  "stackroute.cached_tokens": tokens["cached"],
+                  "stackroute.prefill_tokens": int(usage.get("prefill_tokens") or 0),
+                  "stackroute.model_calls": int(usage.get("model_calls") or 0),
+                  "stackroute.speculation.accepted_levels":
+                      int(usage.get("accepted_levels") or 0)}
+    if e.decision in probabilities:
+        attributes["stackroute.choice_probability"] = float(probabilities[e.decision])
+    if "policy" in detail:
+        attributes["stackroute.policy"] = str(detail["policy"])
+    span = tracer.start_span(f"chat {model}", context=parent,
+                             start_time=_ns(end_s - total_s), attributes=attributes)
+    span.end(end_time=_ns(end_s - arguments_s))
+    if e.arguments is not None:
+        arguments = tracer.start_span(
+            f"chat {model}", context=parent, start_time=_ns(end_s - arguments_s),
+            attributes={**model_attributes, "stackroute.call": "arguments",
+                        "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or "",
+                        "gen_ai.response.finish_reasons":
+                            [str(detail.get("arguments_finish_reason", ""))],
+                        "stackroute.forward_passes":
+                            int(detail.get("arguments_forward_passes") or 0)})
+        arguments.end(end_time=_ns(end_s))
+    return tokens
 
 
 class SessionTracing:
@@ -265,3 +273,19 @@ def export_run(tracer: Any, events: Sequence[TraceEvent], *, run_id: str, model:
     spans.add(events)
     if not spans.is_ended and events:
         spans.close(max(e.time_unix for e in events))
+
+
+def export_from_environ(events: Sequence[TraceEvent], *, run_id: str, model: str,
+                        system: str) -> bool:
+    """`stackroute run`'s trace as spans, when the environment names an OTLP endpoint (under
+    `$TRACEPARENT` when set, as CI tools pass trace context to a command); exported before
+    this returns. False when export is off."""
+    telemetry = Telemetry.from_environ()
+    if telemetry.tracer is None:
+        return False
+    try:
+        export_run(telemetry.tracer, events, run_id=run_id, model=model, system=system,
+                   parent=context_from_traceparent(os.environ.get("TRACEPARENT")))
+    finally:
+        telemetry.shutdown()
+    return True

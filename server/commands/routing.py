@@ -98,6 +98,13 @@ def run(
     if trace_file is not None:
         with open(trace_file, "w", encoding="utf-8") as f:
             write_jsonl(state.trace, f)
+    from stackroute.server.telemetry_spans import export_from_environ
+
+    try:  # spans over OTLP when an endpoint is set
+        export_from_environ(state.trace, run_id=state.run_id, model=made.info.model,
+                            system=made.info.engine)
+    except StackrouteError as e:
+        raise fail(e) from e
     outcome = {"done": "done", "paused": "paused", "limit": "limit"}.get(state.status.value,
                                                                          "error")
     out = {"outcome": outcome,

@@ -16,6 +16,7 @@ from stackroute.server.http.errors import error_responses
 from stackroute.server.http.routing_schemas import RouteRequest, RouteResponse
 from stackroute.server.http.routing_views import route_response
 from stackroute.server.service.route_call import RouteCall, RouteCallResult, route_once
+from stackroute.server.telemetry_spans import routing_call_spans
 
 router = APIRouter(tags=["routing"])
 StateDep = Annotated[AppState, Depends(get_state)]
@@ -32,6 +33,9 @@ async def route(body: RouteRequest, app: StateDep) -> RouteResponse:
         functools.partial(route_once, entry.tree, call, services.route_context))
     app.metrics.observe_routing_call(outcome=result.outcome,
                                      usage=Usage.from_dict(dict(result.event.usage or {})))
+    if app.tracer is not None:  # under this request's span
+        routing_call_spans(app.tracer, result.event, model=app.engine.info.model,
+                           system=app.engine.info.engine)
     return route_response(result)
 
 

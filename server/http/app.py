@@ -82,7 +82,8 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
 
     @asynccontextmanager
     async def _serving(app: FastAPI, served: Engine) -> AsyncIterator[None]:
-        state = AppState(settings=settings, engine=served, metrics=metrics, engine_queue=queue)
+        state = AppState(settings=settings, engine=served, metrics=metrics, engine_queue=queue,
+                         tracer=traces.tracer)
         app.state.stackroute = state
         metrics.bind(engine=served, queue=queue)
         services = await anyio.to_thread.run_sync(functools.partial(

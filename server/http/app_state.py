@@ -5,7 +5,7 @@ reach it through `get_state`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from stackroute.runtime.errors import StackrouteError
@@ -31,6 +31,7 @@ class AppState:
     metrics: Metrics
     services: Services | None = None  # set once catalogs and sessions are loaded
     is_ready: bool = False  # set once start-up finished (catalogs compiled); false at shutdown
+    tracer: Any | None = None  # OpenTelemetry's, when export is on (server/telemetry.py)
 
     def service(self) -> Services:
         if self.services is None:

@@ -179,6 +179,54 @@ def test_the_remote_engine_forwards_the_trace_context(tmp_path: Path) -> None:
         assert [f"{s.parent.span_id:016x}" for s in later] == [CALLER_SPAN] * 2  # unchanged
 
 
+def test_a_route_call_is_a_span_under_its_request(
+        traced: tuple[InMemorySpanExporter, str]) -> None:
+    exporter, base_url = traced
+    catalog = httpx.post(f"{base_url}/v1/catalogs", json=BANK_CATALOG, timeout=WAIT_S).json()
+    r = httpx.post(f"{base_url}/v1/route", headers={"traceparent": TRACEPARENT},
+                   json={"catalog": catalog["id"], "query": "my balance"}, timeout=WAIT_S)
+    assert r.status_code == 200, r.text
+    spans = spans_when(exporter, lambda s: any(x.name == "POST /v1/route" for x in s))
+    (request,) = [s for s in spans if s.name == "POST /v1/route"]
+    (call,) = [s for s in spans if s.attributes.get("stackroute.call") == "routing"]
+    assert call.parent.span_id == request.context.span_id
+    assert f"{call.context.trace_id:032x}" == TRACE_ID
+    assert call.attributes["stackroute.choice"] == "payments"
+    assert call.attributes["stackroute.menu_size"] == 3
+
+
+def plan_engine(**_: Any) -> PlanEngine:
+    """`--engine test_telemetry:plan_engine` for the CLI test."""
+    return PlanEngine(BALANCE_PLAN)
+
+
+def test_stackroute_run_exports_its_trace(tmp_path: Path, receiver: tuple[str, list[bytes]],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stackroute run` with an endpoint in the environment: its run's spans, under
+    `$TRACEPARENT`, reach the receiver before the command returns."""
+    import json
+
+    from stackroute.server.cli import app as cli
+    from typer.testing import CliRunner
+
+    url, received = receiver
+    catalog = tmp_path / "bank.json"
+    catalog.write_text(json.dumps(BANK_CATALOG), encoding="utf-8")
+    monkeypatch.setenv("STACKROUTE_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("TRACEPARENT", TRACEPARENT)
+    result = CliRunner().invoke(cli, ["run", str(catalog), "my balance", "--engine",
+                                      "test_telemetry:plan_engine", "--no-speculation",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    spans = decoded_spans(received)
+    names = {s.name for s in spans}
+    assert {"invoke_agent stackroute", "frame <root>", "frame payments", "chat plan",
+            "execute_tool payments/balance"} <= names
+    assert {s.trace_id.hex() for s in spans} == {TRACE_ID}
+    (session,) = [s for s in spans if s.name == "invoke_agent stackroute"]
+    assert session.parent_span_id.hex() == CALLER_SPAN
+
+
 # -- a real OTLP/HTTP receiver ------------------------------------------------------------------
 class _Receiver(BaseHTTPRequestHandler):
     requests: list[bytes]
@@ -212,18 +260,12 @@ def receiver() -> Iterator[tuple[str, list[bytes]]]:
         server.server_close()
 
 
-def test_spans_reach_an_otlp_http_receiver(tmp_path: Path, receiver: tuple[str, list[bytes]],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def decoded_spans(received: list[bytes]) -> list[Any]:
+    """Every span of the `ExportTraceServiceRequest`s the receiver got (protobuf)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-    url, received = receiver
-    monkeypatch.setenv("STACKROUTE_OTLP_ENDPOINT", url)
-    app = create_app(make_settings(tmp_path), engine=PlanEngine(BALANCE_PLAN))
-    with serve(app) as base_url:  # the app's own exporter: flushed when the app stops
-        session_id = run_session(base_url, headers={"traceparent": TRACEPARENT})
-        time.sleep(0.2)  # the session's last spans end in its worker, after the status
     spans = []
     for body in received:
         request = ExportTraceServiceRequest()
@@ -233,6 +275,18 @@ def test_spans_reach_an_otlp_http_receiver(tmp_path: Path, receiver: tuple[str, 
             assert service["service.name"] == "stackroute"
             for scope_spans in resource_spans.scope_spans:
                 spans += list(scope_spans.spans)
+    return spans
+
+
+def test_spans_reach_an_otlp_http_receiver(tmp_path: Path, receiver: tuple[str, list[bytes]],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    url, received = receiver
+    monkeypatch.setenv("STACKROUTE_OTLP_ENDPOINT", url)
+    app = create_app(make_settings(tmp_path), engine=PlanEngine(BALANCE_PLAN))
+    with serve(app) as base_url:  # the app's own exporter: flushed when the app stops
+        session_id = run_session(base_url, headers={"traceparent": TRACEPARENT})
+        time.sleep(0.2)  # the session's last spans end in its worker, after the status
+    spans = decoded_spans(received)
 
     def attributes(span: Any) -> dict[str, Any]:
         return {a.key: getattr(a.value, a.value.WhichOneof("value")) for a in span.attributes}
