@@ -8,6 +8,7 @@
     stackroute bench generate SUITE --leaves N --seed S --out DIR
     stackroute bench speculation [--smoke] [--sizes 32 128 512] …   # speculation_bench.py
     stackroute bench robust [--smoke] [--sizes 16 32 64] …          # robust_bench.py
+    stackroute bench peers [--smoke] [--requests 8] [--arguments 8] …  # peers_bench.py
     stackroute bench streaming [--smoke] [--max-tokens 200] [--rounds 3]  # streaming_bench.py
 
 Mount with `app.add_typer(bench_app, name="bench")` (server/cli.py). Nothing heavy is
@@ -64,6 +65,15 @@ def speculation(ctx: typer.Context) -> None:
     from stackroute.bench.speculation_bench import main as speculation_main
 
     raise typer.Exit(speculation_main(ctx.args))
+
+
+@bench_app.command("peers", context_settings=_PASS_THROUGH)
+def peers(ctx: typer.Context) -> None:
+    """Our engine beside outlines, xgrammar + transformers and llama.cpp on the same calls
+    (options: python -m stackroute.bench.peers_bench --help)."""
+    from stackroute.bench.peers_bench import main as peers_main
+
+    raise typer.Exit(peers_main(ctx.args))
 
 
 @bench_app.command("streaming", context_settings=_PASS_THROUGH)
@@ -164,8 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point for `python -m stackroute.bench.cli SUITE …` (same options as
     `stackroute bench`): a first argument that is not `generate` is a suite to run."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] not in ("generate", "run", "speculation", "robust", "streaming",
-                                "--help", "-h"):
+    if args and args[0] not in ("generate", "run", "speculation", "robust", "peers",
+                                "streaming", "--help", "-h"):
         args.insert(0, "run")
     bench_app(args=args, prog_name="stackroute bench")
 
