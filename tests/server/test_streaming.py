@@ -391,3 +391,13 @@ def test_the_remote_engine_checks_a_streamed_answer_against_its_constraint(
         remote.generate_stream("x", on_delta=lambda d: pieces.append(d.text),
                                constraint=Constraint.regex("[0-9]+"))
     assert pieces == ["Hel", "lo", " world"]
+
+
+@pytest.mark.parametrize("name", ["stackroute.server.engines.streaming",
+                                  "stackroute.server.engines.trace_context"])
+def test_doctests(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0

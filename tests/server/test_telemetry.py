@@ -340,3 +340,12 @@ def test_a_malformed_endpoint_is_refused() -> None:
 
     with pytest.raises(InputError, match="must be an http"):
         otlp_traces_url({"STACKROUTE_OTLP_ENDPOINT": "collector:4318"})
+
+
+def test_doctests() -> None:
+    import doctest
+
+    import stackroute.server.telemetry as telemetry
+
+    result = doctest.testmod(telemetry)
+    assert result.attempted > 0 and result.failed == 0
