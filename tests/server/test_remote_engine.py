@@ -300,7 +300,7 @@ if importlib.util.find_spec("vllm") is None:
         create_engine("vllm")
     except Exception as error:
         assert type(error).__name__ == "VllmNotInstalledError", error
-        assert "pip install vllm" in str(error)
+        assert "pip install 'stackroute[vllm]'" in str(error)
     else:
         raise AssertionError("engine 'vllm' started without vLLM")
 """

