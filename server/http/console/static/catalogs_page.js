@@ -14,7 +14,7 @@ export async function catalogsPage(root, { onAuth }) {
       h("table", { class: "grid catalogs" },
         h("thead", {}, h("tr", {}, ["catalog", "id", "leaves", "routers", "depth", "largest menu", "compile"].map((c) => h("th", {}, c)))),
         h("tbody", {}, catalogs.length ? catalogs.map((c) => h("tr", { dataset: { catalogId: c.id } },
-          h("td", {}, h("a", { href: `#/catalog/${c.id}` }, c.name)),
+          h("td", {}, h("a", { href: `#/catalog/${encodeURIComponent(c.id)}` }, c.name)),
           h("td", {}, h("code", {}, c.id.slice(0, 12))),
           h("td", { class: "num" }, c.stats.num_leaves), h("td", { class: "num" }, c.stats.num_routers),
           h("td", { class: "num" }, c.stats.depth),
@@ -29,7 +29,8 @@ export async function catalogsPage(root, { onAuth }) {
 export async function catalogPage(root, catalogId, { onAuth }) {
   let info, tree;
   try {
-    [info, tree] = await Promise.all([api(`/v1/catalogs/${catalogId}`), api(`/v1/catalogs/${catalogId}/tree`)]);
+    [info, tree] = await Promise.all([api(`/v1/catalogs/${encodeURIComponent(catalogId)}`),
+      api(`/v1/catalogs/${encodeURIComponent(catalogId)}/tree`)]);
   } catch (err) {
     onAuth(err);
     return;
@@ -91,7 +92,7 @@ export async function catalogPage(root, catalogId, { onAuth }) {
 
   async function loadLint() {
     try {
-      const lint = await api(`/v1/catalogs/${catalogId}/lint`);
+      const lint = await api(`/v1/catalogs/${encodeURIComponent(catalogId)}/lint`);
       findingsByPath.clear();
       for (const w of lint.warnings) {
         for (const p of (w.paths && w.paths.length ? w.paths : [w.path])) {

@@ -55,7 +55,7 @@ export function sessionsPage(root, { signal, onAuth, query }) {
   function renderRows() {
     const shown = sessions.filter((s) => !filter.text || s.task.toLowerCase().includes(filter.text) || s.id.includes(filter.text));
     clear(body, shown.length ? shown.map((s) => h("tr", { dataset: { sessionId: s.id, status: s.status } },
-      h("td", {}, h("a", { href: `#/session/${s.id}` }, h("code", {}, s.id.slice(0, 12)))),
+      h("td", {}, h("a", { href: `#/session/${encodeURIComponent(s.id)}` }, h("code", {}, s.id.slice(0, 12)))),
       h("td", {}, statusBadge(s.status)),
       h("td", { class: "task" }, s.task),
       h("td", {}, catalogName(s.catalog)),
