@@ -114,6 +114,24 @@ def test_route_prints_every_option_with_a_bar(bank: Path) -> None:
     assert out["decision"] == "send_money"
 
 
+def test_route_on_a_wide_menu_shows_the_most_probable_options(tmp_path: Path) -> None:
+    wide = {"name": "wide", "description": "many tools", "children": [
+        {"name": f"tool_{i:02d}", "description": f"tool number {i}"} for i in range(15)]}
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(wide), encoding="utf-8")
+    result = runner.invoke(app, ["route", str(path), "nothing applies", *ENGINE])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    shown = [line[4:].lstrip("▶ ").split()[0] for line in lines[1:]
+             if line[:4] in ("├── ", "└── ") and "0." in line]
+    # DONE was chosen (0.8); the others' probabilities fall with their place in the menu
+    assert shown == [*(f"tool_{i:02d}" for i in range(11)), "DONE"]
+    assert "… 4 less probable options (--json lists all)" in result.stdout
+    out = json.loads(runner.invoke(app, ["route", str(path), "nothing applies", "--json",
+                                         *ENGINE]).stdout)
+    assert len(out["probabilities"]) == 16
+
+
 def test_eval_draws_no_bar_when_stdout_is_not_a_terminal(bank: Path, queries: Path) -> None:
     result = runner.invoke(app, ["eval", str(bank), str(queries), *ENGINE])
     assert result.exit_code == 0, result.output

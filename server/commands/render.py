@@ -22,6 +22,7 @@ from rich.tree import Tree
 from stackroute.runtime.trace import EventKind, TraceEvent
 
 MAX_VALUE_CHARS = 80  # arguments and results are cut here (the trace file has them whole)
+MAX_OPTIONS_SHOWN = 12  # a wider menu shows its most probable options (--json has them all)
 USAGE_COLUMNS = (("model_calls", "model calls"), ("prompt_tokens", "prompt"),
                  ("prefill_tokens", "prefilled"), ("cached_tokens", "cached"),
                  ("generated_tokens", "generated"), ("forward_passes", "passes"),
@@ -106,7 +107,9 @@ def route_report(out: Mapping[str, Any], menu: Sequence[str] | None) -> Renderab
     decision marked), the leaf's arguments, the usage table."""
     probabilities: Mapping[str, float] = out["probabilities"]
     node = Tree(Text(out["node"] or "<root>", style="bold"), guide_style="dim")
-    options = list(menu) if menu else sorted(probabilities, key=lambda o: -probabilities[o])
+    every = list(menu) if menu else list(probabilities)
+    options = _most_probable(every, probabilities, keep=str(out["decision"]))
+    num_hidden = len(every) - len(options)
     width = max((len(o) for o in options), default=0)
     for option in options:
         p = probabilities.get(option)
@@ -117,8 +120,20 @@ def route_report(out: Mapping[str, Any], menu: Sequence[str] | None) -> Renderab
         branch = node.add(label)
         if is_chosen and out.get("arguments") is not None:
             branch.add(_short(out["arguments"]))
+    if num_hidden:
+        node.add(Text(f"… {num_hidden} less probable options (--json lists all)", style="dim"))
     return Group(node, Text.assemble(("routing ", "dim"), _routing(out["routing"])),
                  usage_table(out["usage"]))
+
+
+def _most_probable(options: Sequence[str], probabilities: Mapping[str, float], *,
+                   keep: str) -> list[str]:
+    """At most `MAX_OPTIONS_SHOWN` options, in menu order: the most probable, and `keep`."""
+    if len(options) <= MAX_OPTIONS_SHOWN:
+        return list(options)
+    ranked = sorted((o for o in options if o != keep), key=lambda o: -probabilities.get(o, 0.0))
+    kept = {keep, *ranked[:MAX_OPTIONS_SHOWN - 1]}
+    return [o for o in options if o in kept]
 
 
 def _decision_note(e: TraceEvent) -> Text | None:
