@@ -18,8 +18,9 @@ def test_a_session_started_on_a_is_approved_through_b_and_finishes_on_c(
     assert report.is_ok, report.failures
     assert report.sessions == 2 and report.duplicates == 0
     assert report.leaf_executions == 6  # check_limit, send_transfer, freeze_card, each once
-    # C wakes on NOTIFY, not on its 1 s poll: events made on A and B arrive in well under it.
-    assert report.event_latency_ms_p50 < 250, report
+    # C wakes on NOTIFY, not on its 1 s poll (which alone would give a p50 near 500 ms):
+    # 17 ms here at a load average of 10, 186 ms with 10 sessions at 24.
+    assert report.event_latency_ms_p50 < 400, report
 
 
 def test_instances_killed_in_turn_lose_nothing_and_run_no_leaf_twice(
