@@ -39,12 +39,14 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     Constraint,
     ConstraintKind,
+    DeltaSink,
     EngineInfo,
     Generation,
     MenuResult,
     PrepareStats,
     PromptInput,
     SamplingOptions,
+    TextDelta,
 )
 
 DEFAULT_DELAY_S = 0.01  # one routing call; the embedded model takes 10-100x longer
@@ -104,6 +106,15 @@ class ScriptedEngine:
             text = "ok"
         return Generation(text=text, finish_reason="stop",
                           usage=Usage(model_calls=1, generated_tokens=len(text.split())))
+
+    def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink,
+                        constraint: Constraint | None = None,
+                        sampling: SamplingOptions | None = None) -> Generation:
+        """`generate`, its answer sent as one delta."""
+        gen = self.generate(prompt, constraint=constraint, sampling=sampling)
+        if gen.text:
+            on_delta(TextDelta(gen.text))
+        return gen
 
     def metrics(self) -> dict[str, float]:
         with self._lock:
