@@ -1,11 +1,14 @@
-"""Argument generation with and without jump-forward, side by side, on Seal-Tools dev schemas.
+"""Argument generation with drafts, with jump-forward only, and token by token, side by side,
+on Seal-Tools dev schemas.
 
 For each single-tool dev query: the gold leaf's argument prompt (as the router builds it) and
-its schema, generated greedily by the embedded engine twice: with jump-forward (forced tokens
-in the tokenizer's spelling, fed with the next sampled token: no pass of their own) and
-sampling every token. Reported: forward passes per generated token, how often the two answers
-are equal, schema validity, answers that hit the token cap (`finish_reason == "length"`) or
-the free-string cap. Both variants run with the same `max_string_chars` (the default).
+its schema, generated greedily by the embedded engine three times: as configured by default
+(jump-forward plus drafts looked up in the prompt, `server/engines/prompt_lookup.py`), with
+jump-forward only (forced tokens in the tokenizer's spelling, fed with the next sampled
+token: no pass of their own), and sampling every token. Reported: forward passes per
+generated token, how often answers equal the jump-forward-only one (drafting must not change
+them), schema validity, answers that hit the token cap (`finish_reason == "length"`) or the
+free-string cap. Every variant runs with the same `max_string_chars` (the default).
 
     python bench/jump_forward_bench.py --queries 24 --out bench/results/<date>-cpu-jump-forward
 """
@@ -42,8 +45,10 @@ def main() -> None:
     queries = [json.loads(line) for line in (args.data / "dev.queries.jsonl").open()]
     queries = [q for q in queries if "single-tool" in q["tags"]][: args.queries]
     loaded = load_model(resolve_model(None), dtype="float32")
-    variants = {"jump_forward": TransformersEngine(loaded=loaded),
-                "every_token": TransformersEngine(loaded=loaded, is_jump_forward=False)}
+    variants = {"drafts": TransformersEngine(loaded=loaded),
+                "jump_forward": TransformersEngine(loaded=loaded, max_draft_tokens=0),
+                "every_token": TransformersEngine(loaded=loaded, is_jump_forward=False,
+                                                  max_draft_tokens=0)}
     rows = []
     for query in queries:
         leaf = tree.node(query["gold"][0])
@@ -66,7 +71,8 @@ def main() -> None:
                          "is_string_capped": out.is_string_capped}
         rows.append(row)
     summary: dict[str, Any] = {"num_queries": len(rows), "max_tokens": MAX_TOKENS,
-                               "max_string_chars": variants["jump_forward"].max_string_chars}
+                               "max_string_chars": variants["drafts"].max_string_chars,
+                               "max_draft_tokens": variants["drafts"].max_draft_tokens}
     for name in variants:
         runs = [r[name] for r in rows]
         tokens = sum(r["generated_tokens"] for r in runs)
@@ -78,10 +84,11 @@ def main() -> None:
             "at_token_cap": sum(r["finish_reason"] == "length" for r in runs),
             "string_capped": sum(r["is_string_capped"] for r in runs),
             "latency_ms_p50": statistics.median(r["latency_ms"] for r in runs)}
-    summary["equal_answers"] = sum(r["jump_forward"]["text"] == r["every_token"]["text"]
-                                   for r in rows)
-    summary["latency_ratio_p50"] = (summary["jump_forward"]["latency_ms_p50"]
-                                    / summary["every_token"]["latency_ms_p50"])
+    for name in ("drafts", "every_token"):
+        summary[f"{name}_equal_to_jump_forward"] = sum(
+            r[name]["text"] == r["jump_forward"]["text"] for r in rows)
+        summary[f"{name}_latency_ratio_p50"] = (summary[name]["latency_ms_p50"]
+                                                / summary["jump_forward"]["latency_ms_p50"])
     summary["environment"] = environment()
     print(json.dumps(summary, indent=1))
     if args.out is not None:

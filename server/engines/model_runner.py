@@ -83,15 +83,16 @@ class ModelRunner:
                           cached_tokens=num_cached)
         return PromptPass(logits=logits, kv=kv, num_cached=num_cached, num_passes=passes)
 
-    def step(self, kv: Any, token_ids: Sequence[int]) -> Any:
+    def step(self, kv: Any, token_ids: Sequence[int], *, num_rows: int = 1) -> Any:
         """One decoding pass over `token_ids` appended to `kv` (extended in place); the
-        float32 logits `[vocab]` (a torch tensor) of the last of them."""
+        float32 logits `[num_rows, vocab]` (a torch tensor) of the last `num_rows` of them
+        (a drafted tail's rows: each predicts the token after its own)."""
         torch = self._torch
         with torch.inference_mode():
             out = self.model(input_ids=torch.tensor([list(token_ids)]),
-                             **{self._kv_keyword: kv}, use_cache=True, logits_to_keep=1)
+                             **{self._kv_keyword: kv}, use_cache=True, logits_to_keep=num_rows)
         self.counters.add(forward_passes=1)
-        return out.logits[0, -1].float()
+        return out.logits[0, -num_rows:].float()
 
     def _prefill_chunks(self, ids: Sequence[int], kv: Any, start: int, *, until: int,
                         ) -> tuple[int, int]:

@@ -60,6 +60,7 @@ from stackroute.server.engines.model_runner import ModelRunner
 from stackroute.server.engines.model_store import LoadedModel, load_model, resolve_model
 from stackroute.server.engines.option_scoring import check_menu
 from stackroute.server.engines.prefix_cache import PrefixCache
+from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS, PromptLookup
 from stackroute.server.engines.rendering import ChatRenderer
 from stackroute.server.engines.streaming import TextAssembler
 from stackroute.server.engines.tree_attention import Branch, rows_by_branch
@@ -78,10 +79,13 @@ class TransformersEngine:
                  prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK,
                  max_string_chars: int | None = DEFAULT_MAX_STRING_CHARS,
                  is_jump_forward: bool = True,
+                 max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS,
                  loaded: LoadedModel | None = None) -> None:
         """`max_string_chars` caps JSON strings whose schema sets no `maxLength` (None: no
         cap; `grammars/string_caps.py`); `is_jump_forward=False` samples every token, forced
-        or not (for comparison only: it costs a pass per forced token)."""
+        or not (for comparison only: it costs a pass per forced token); `max_draft_tokens`
+        bounds the tokens a greedy generation drafts from its prompt per pass (0: none;
+        `prompt_lookup.py`)."""
         self.loaded = loaded or load_model(resolve_model(model), dtype=dtype,
                                            num_threads=num_threads)
         self.model = self.loaded.model
@@ -99,6 +103,9 @@ class TransformersEngine:
         self.max_string_chars = max_string_chars
         self.jump_forward = JumpForward(self.renderer.encode, self.grammar_info.decoded_vocab) \
             if is_jump_forward else None
+        if max_draft_tokens < 0:
+            raise ValueError(f"max_draft_tokens must be 0 or more, got {max_draft_tokens}")
+        self.max_draft_tokens = max_draft_tokens
         self._stop_ids = frozenset(self.loaded.eos_token_ids) | {self.renderer.end_of_turn_id}
         self._lock = threading.Lock()  # model steps are serialised; requests queue here
         self._counters = Counters("forward_passes", "prefill_tokens", "cached_tokens",
@@ -240,7 +247,7 @@ class TransformersEngine:
         decoder = Decoder(self.runner, decode=self.renderer.decode, stop_ids=self._stop_ids,
                           vocab_size=self.loaded.vocab_size, prompt_ids=ids, matcher=matcher,
                           sampling=sampling, max_tokens=max_tokens,
-                          jump_forward=self.jump_forward,
+                          jump_forward=self.jump_forward, lookup=self._lookup(ids, sampling),
                           on_tokens=None if stream is None else lambda tokens: stream.push(
                               self.renderer.decode([t for t in tokens
                                                     if t not in self._stop_ids])))
@@ -256,6 +263,12 @@ class TransformersEngine:
         return Generation(text=out.text, finish_reason=out.finish_reason, usage=usage,
                           logprobs=out.logprobs,
                           is_string_capped=self._is_string_capped(constraint, out.text))
+
+    def _lookup(self, ids: Sequence[int], sampling: SamplingOptions) -> PromptLookup | None:
+        if not self.max_draft_tokens or sampling.temperature > 0:
+            return None
+        return PromptLookup(self.renderer.decode(ids), self.renderer.encode,
+                            max_draft_tokens=self.max_draft_tokens)
 
     def _is_string_capped(self, constraint: Constraint | None, text: str) -> bool:
         if self.max_string_chars is None or constraint is None \

@@ -161,8 +161,8 @@ def test_json_generation_always_validates(engine: TransformersEngine,
 
 @pytest.fixture(scope="module")
 def step_by_step(embedded_model: Any) -> TransformersEngine:
-    """The same model sampling every token, forced or not (no jump-forward)."""
-    return TransformersEngine(loaded=embedded_model, is_jump_forward=False)
+    """The same model sampling every token, forced or not (no jump-forward, no drafts)."""
+    return TransformersEngine(loaded=embedded_model, is_jump_forward=False, max_draft_tokens=0)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
@@ -244,3 +244,48 @@ def test_random_menus_always_answer_inside_the_menu(engine: TransformersEngine) 
         assert np.isclose(sum(result.probabilities.values()), 1.0)
         if i == 0:
             assert result.choice == reference_choice(engine, PROMPT, options)[0]
+
+
+@pytest.fixture(scope="module")
+def undrafted(embedded_model: Any) -> TransformersEngine:
+    """Jump-forward without drafts from the prompt."""
+    return TransformersEngine(loaded=embedded_model, max_draft_tokens=0)
+
+
+COPY_SCHEMA = {"type": "object", "required": ["recipient", "memo"],
+               "properties": {"recipient": {"type": "string"}, "memo": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("schema", [*SCHEMAS, COPY_SCHEMA])
+def test_drafts_from_the_prompt_never_change_the_answer(engine: TransformersEngine,
+                                                         undrafted: TransformersEngine,
+                                                         schema: dict[str, Any]) -> None:
+    prompt = PROMPT.extend(Message(
+        "user", f"Arguments as JSON for: {json.dumps(schema)}\nRequest: send it to Asha "
+                "Ramaswamy with the memo 'rent for the flat on Elm Street, December'"))
+    sampling = SamplingOptions(max_tokens=96)
+    drafted = engine.generate(prompt, constraint=Constraint.json(schema), sampling=sampling)
+    plain = undrafted.generate(prompt, constraint=Constraint.json(schema), sampling=sampling)
+    assert drafted.text == plain.text
+    assert drafted.finish_reason == plain.finish_reason == "stop"
+    assert drafted.usage.generated_tokens == plain.usage.generated_tokens
+    assert drafted.usage.forward_passes <= plain.usage.forward_passes
+
+
+def test_copied_values_take_fewer_passes_than_tokens(engine: TransformersEngine,
+                                                    undrafted: TransformersEngine) -> None:
+    prompt = Prompt((Message("system", "Fill in the tool's arguments as JSON, copying values "
+                                       "from the request."),
+                     Message("user", "Request: send it to Asha Ramaswamy with the memo 'rent "
+                                     "for the flat on Elm Street, December'")))
+    sampling = SamplingOptions(max_tokens=96)
+    drafted = engine.generate(prompt, constraint=Constraint.json(COPY_SCHEMA), sampling=sampling)
+    plain = undrafted.generate(prompt, constraint=Constraint.json(COPY_SCHEMA),
+                               sampling=sampling)
+    assert drafted.text == plain.text
+    assert drafted.usage.forward_passes < plain.usage.forward_passes, drafted.text
+
+
+def test_a_negative_draft_budget_is_refused(embedded_model: Any) -> None:
+    with pytest.raises(ValueError, match="max_draft_tokens must be 0 or more, got -1"):
+        TransformersEngine(loaded=embedded_model, max_draft_tokens=-1)
