@@ -46,7 +46,13 @@ from typing import Any
 from stackroute.bench.environment import environment
 from stackroute.bench.peers_system import PassCounter, PeerSystem
 from stackroute.bench.peers_tables import agreement, by_source, markdown, ratios, system_rows
-from stackroute.bench.peers_workload import WorkItem, argument_items, interleave, request_items
+from stackroute.bench.peers_workload import (
+    MAX_ARGUMENT_TOKENS,
+    WorkItem,
+    argument_items,
+    interleave,
+    request_items,
+)
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
 PACKAGES = {"ours": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
@@ -66,6 +72,7 @@ class PeersOptions:
     seed: int = 0
     model: str | None = None
     out_dir: Path | None = None
+    max_argument_tokens: int = MAX_ARGUMENT_TOKENS  # the router's budget
     is_warm_up: bool = True  # one decision and one argument call per system, untimed
     max_run_s: float | None = None  # no item starts after this (every system runs each item)
     command: str = ""
@@ -115,8 +122,10 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
                         num_threads=options.num_threads)
     renderer = ChatRenderer(loaded.tokenizer)
     requests = request_items(renderer, num_leaves=options.num_leaves,
-                             num_requests=options.num_requests, seed=options.seed)
-    cases = argument_items(renderer, num_queries=options.num_arguments)
+                             num_requests=options.num_requests, seed=options.seed,
+                             max_argument_tokens=options.max_argument_tokens)
+    cases = argument_items(renderer, num_queries=options.num_arguments,
+                           max_argument_tokens=options.max_argument_tokens)
     items = interleave(requests, cases)
     systems = build_systems(names, loaded, num_threads=options.num_threads)
     all_calls = [c for item in items for c in item.calls]
@@ -125,7 +134,9 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
         t = time.perf_counter()
         system.prepare(all_calls)
         compile_ms[system.name] = (time.perf_counter() - t) * 1e3
-    warm_up = [requests[0].calls[0], cases[0].calls[0]] if options.is_warm_up else []
+    # a first call of each kind the run has (an argument case's generation before a request's)
+    firsts = {c.kind: c for item in reversed([*cases, *requests]) for c in reversed(item.calls)}
+    warm_up = list(firsts.values()) if options.is_warm_up else []
     for system in systems:  # every code path once, outside the timed region
         for call in warm_up:
             system.run(call)
@@ -177,6 +188,7 @@ def summarize(records: Sequence[dict[str, Any]], systems: Sequence[str], *,
     return {"command": options.command, "systems": list(systems), "skipped": skipped,
             "num_requests": options.num_requests, "num_arguments": options.num_arguments,
             "num_leaves": options.num_leaves, "num_threads": options.num_threads,
+            "max_argument_tokens": options.max_argument_tokens,
             "tables": system_rows(records, systems), "ratios": ratios(system_rows(
                 records, systems)), "arguments_by_source": by_source(records, systems),
             "agreement": agreement(records, systems),
@@ -205,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                         "embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--smoke", action="store_true", help="1 request and 1 argument case")
+    parser.add_argument("--max-argument-tokens", type=int, default=MAX_ARGUMENT_TOKENS,
+                        help="an argument generation's token budget (default: the router's)")
     parser.add_argument("--max-run-s", type=float, default=None, help="start no item after "
                         "this many seconds of timed run (a busy machine's budget)")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -221,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                            num_leaves=args.leaves, systems=systems, num_threads=args.threads,
                            seed=args.seed, model=args.model, out_dir=args.out,
                            max_run_s=args.max_run_s,
+                           max_argument_tokens=args.max_argument_tokens,
                            command=shlex.join(["stackroute", "bench", "peers", *argv]))
     summary = run_peers(options)
     print(markdown(summary), end="")

@@ -22,8 +22,6 @@ from typing import Any
 
 from stackroute.bench.peers_system import CallOutcome
 from stackroute.bench.peers_workload import (
-    MAX_ARGUMENT_TOKENS,
-    MAX_DECISION_TOKENS,
     CallKind,
     ModelCall,
 )
@@ -80,8 +78,7 @@ class LlamaCppSystem:
         self.llm.reset()
 
     def run(self, call: ModelCall) -> CallOutcome:
-        max_tokens = (MAX_DECISION_TOKENS if call.kind is CallKind.DECISION
-                      else MAX_ARGUMENT_TOKENS)
+        max_tokens = call.max_tokens
         ids = list(call.prompt_ids)
         held = list(self.llm.input_ids[: self.llm.n_tokens])
         reused = min(common_prefix_len(held, ids), len(ids) - 1)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackroute.bench.peers_system import CallOutcome
-from stackroute.bench.peers_workload import MAX_ARGUMENT_TOKENS, CallKind, ModelCall
+from stackroute.bench.peers_workload import CallKind, ModelCall
 from stackroute.server.engines.base import Constraint, SamplingOptions
 from stackroute.server.engines.registry import create_engine
 
@@ -33,7 +33,7 @@ class OursSystem:
             text, usage, finish = result.choice, result.usage, "stop"
         else:
             gen = self.engine.generate(call.prompt, constraint=Constraint.json(
-                dict(call.schema or {})), sampling=SamplingOptions(max_tokens=MAX_ARGUMENT_TOKENS))
+                dict(call.schema or {})), sampling=SamplingOptions(max_tokens=call.max_tokens))
             text, usage, finish = gen.text, gen.usage, gen.finish_reason
         return CallOutcome(text=text, forward_passes=usage.forward_passes,
                            prefill_tokens=usage.prefill_tokens,

@@ -18,8 +18,6 @@ from typing import Any, Literal
 
 from stackroute.bench.peers_system import CallOutcome, PassCounter
 from stackroute.bench.peers_workload import (
-    MAX_ARGUMENT_TOKENS,
-    MAX_DECISION_TOKENS,
     CallKind,
     ModelCall,
 )
@@ -73,8 +71,7 @@ class OutlinesSystem:
         generator = self.generator(call)
         # A Chat, not text: outlines wraps a plain string in the chat template once more.
         chat = self._chat([{"role": m.role, "content": m.content} for m in call.prompt.messages])
-        max_new = (MAX_DECISION_TOKENS if call.kind is CallKind.DECISION
-                   else MAX_ARGUMENT_TOKENS)
+        max_new = call.max_tokens
         with self.counter.counting() as counted:
             text = generator(chat, max_new_tokens=max_new, do_sample=False)
         if counted.first_input_ids != list(call.prompt_ids):

@@ -51,6 +51,7 @@ class ModelCall:
     prompt_ids: tuple[int, ...]
     options: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = None
+    max_tokens: int = MAX_DECISION_TOKENS  # a token-by-token system's budget for the answer
     gold: str | None = None  # the teacher-forced answer of a decision (None for arguments)
 
 
@@ -74,19 +75,21 @@ def render_call(render: Any, kind: CallKind, prompt: Prompt, **rest: Any) -> Mod
 
 
 def request_items(render: Any, *, num_leaves: int, num_requests: int, seed: int = 0,
-                  ) -> list[WorkItem]:
+                  max_argument_tokens: int = MAX_ARGUMENT_TOKENS) -> list[WorkItem]:
     """The first `num_requests` single-tool queries of the scale-up suite at `num_leaves`."""
     generated = generate_suite(REQUEST_SUITE, num_leaves=num_leaves, seed=seed)
     tree = build_tree(generated.catalog)
     queries = [q for q in generated.queries if len(q["gold"]) == 1][:num_requests]
     return [WorkItem(item_id=q["id"], source=f"{REQUEST_SUITE}-{num_leaves}",
                      calls=tuple(route_calls(render, tree, q["query"], q["gold"][0],
-                                             q["args"][0])))
+                                             q["args"][0],
+                                             max_argument_tokens=max_argument_tokens)))
             for q in queries]
 
 
 def route_calls(render: Any, tree: CapabilityTree, query: str, gold: str,
-                gold_arguments: Mapping[str, Any]) -> list[ModelCall]:
+                gold_arguments: Mapping[str, Any], *,
+                max_argument_tokens: int = MAX_ARGUMENT_TOKENS) -> list[ModelCall]:
     """The model calls of the teacher-forced run of `query` to `gold`: descend, arguments,
     unwind with DONE (a sensitive leaf's
     gate is approved). No model involved."""
@@ -105,7 +108,8 @@ def route_calls(render: Any, tree: CapabilityTree, query: str, gold: str,
             calls.append(render_call(render, CallKind.ARGUMENTS,
                                      request.arguments_prompt(child),
                                      schema=child.parameters or {"type": "object",
-                                                                 "properties": {}}))
+                                                                 "properties": {}},
+                                     max_tokens=max_argument_tokens))
             return Decision(choice=choice, arguments=dict(gold_arguments))
 
     machine = StackMachine(tree, GoldRouter())
@@ -121,7 +125,8 @@ def route_calls(render: Any, tree: CapabilityTree, query: str, gold: str,
     return calls
 
 
-def argument_items(render: Any, *, num_queries: int, offset: int = 0) -> list[WorkItem]:
+def argument_items(render: Any, *, num_queries: int, offset: int = 0,
+                   max_argument_tokens: int = MAX_ARGUMENT_TOKENS) -> list[WorkItem]:
     """Seal-Tools dev single-tool queries' argument generations under the gold leaf's schema
     (the prompt of `bench/jump_forward_bench.py`)."""
     tree = load_catalog(SEAL_DIR / "seal-tools.catalog.json")
@@ -134,7 +139,8 @@ def argument_items(render: Any, *, num_queries: int, offset: int = 0) -> list[Wo
                          layout.arguments_request(leaf, query.query)))
         schema = leaf.parameters or {"type": "object", "properties": {}}
         items.append(WorkItem(item_id=query.id, source="seal-tools-dev", calls=(
-            render_call(render, CallKind.ARGUMENTS, prompt, schema=schema),)))
+            render_call(render, CallKind.ARGUMENTS, prompt, schema=schema,
+                        max_tokens=max_argument_tokens),)))
     return items
 
 

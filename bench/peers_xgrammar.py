@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 from stackroute.bench.peers_system import CallOutcome
 from stackroute.bench.peers_workload import (
-    MAX_ARGUMENT_TOKENS,
-    MAX_DECISION_TOKENS,
     CallKind,
     ModelCall,
 )
@@ -96,8 +94,7 @@ class XgrammarSystem:
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self, call: ModelCall) -> CallOutcome:
-        max_tokens = (MAX_DECISION_TOKENS if call.kind is CallKind.DECISION
-                      else MAX_ARGUMENT_TOKENS)
+        max_tokens = call.max_tokens
         matcher = self._xgr.GrammarMatcher(self.grammar(call))
         ids = list(call.prompt_ids)
         reused = min(common_prefix_len(self.kv_ids, ids), len(ids) - 1)  # a pass needs 1 token
