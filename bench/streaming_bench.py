@@ -90,7 +90,11 @@ def run(*, max_tokens: int, rounds: int, serve_args: list[str], out: Path) -> di
                 for name, case in CASES.items():
                     body = {**case, "max_tokens": max_tokens, "stream": True,
                             "stream_options": {"include_usage": True}}
-                    runs = [timed_stream(client, body) for _ in range(rounds)]
+                    runs = []
+                    for _ in range(rounds):
+                        runs.append(timed_stream(client, body))
+                        partial = {"case": name, "runs": runs}  # a long run leaves a record
+                        (out / f"partial-{name}.json").write_text(json.dumps(partial, indent=2))
                     results[name] = {"runs": runs, "median": {
                         key: statistics.median(r[key] for r in runs)
                         for key in ("first_chunk_s", "last_chunk_s", "done_s",
