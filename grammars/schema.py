@@ -262,6 +262,10 @@ class ConstraintMatcher:
     def jump_forward_tokens(self) -> tuple[int, ...]:
         """Tokens the grammar forces next (may differ from the tokenizer's own split of
         the same text); accept each, and prefill them instead of decoding them."""
+        if not hasattr(self._matcher, "find_jump_forward_tokens"):  # xgrammar < 0.2.9
+            from stackroute.grammars.xgrammar_compat import greedy_jump_forward_tokens
+
+            return greedy_jump_forward_tokens(self._matcher, self.compiled.info)
         return tuple(int(token) for token in self._matcher.find_jump_forward_tokens())
 
     def jump_forward_string(self) -> str:
