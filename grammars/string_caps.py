@@ -6,6 +6,13 @@ which every plain string without a `maxLength` gets `max_chars` (strings with an
 `const` or a `pattern` are already bounded or shaped by the author, and are left alone). The
 caller's schema is never changed.
 
+A `format` needs more: xgrammar ignores `maxLength` beside one, and an e-mail address, a URI or
+a host name has no length of its own, so a small model can fill the token cap inside one
+(measured: a request's `requested_by` e-mail field ran for minutes). Formats of a fixed shape
+(dates, times, UUIDs, IP addresses) are left alone; an e-mail address becomes a bounded
+pattern of the same shape; any other format becomes a capped plain string (the answer is still
+validated against the caller's own schema afterwards).
+
 The default cap (`DEFAULT_MAX_STRING_CHARS`, 64 characters) is sized for what tool arguments
 hold: identifiers, names, e-mail addresses, amounts, dates, short phrases; 64 characters take
 about 16-30 tokens of a BPE vocabulary, so a capped field costs at most that many steps.
@@ -31,7 +38,10 @@ _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else",
                    "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
 _SUBSCHEMA_LIST_KEYS = ("prefixItems", "anyOf", "oneOf", "allOf")
 _SUBSCHEMA_MAP_KEYS = ("properties", "patternProperties", "$defs", "definitions")
-_SHAPED_KEYS = ("maxLength", "enum", "const", "pattern", "format")
+_SHAPED_KEYS = ("maxLength", "enum", "const", "pattern")
+BOUNDED_FORMATS = frozenset({"date", "time", "date-time", "full-date", "full-time", "uuid",
+                             "ipv4", "ipv6"})
+EMAIL_FORMATS = frozenset({"email", "idn-email"})
 
 
 def cap_string_lengths(schema: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
@@ -49,7 +59,15 @@ def _cap(node: Any, max_chars: int) -> None:
     kind = node.get("type")
     is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
     if is_string and not any(key in node for key in _SHAPED_KEYS):
-        node["maxLength"] = max_chars
+        fmt = node.get("format")
+        if fmt is None:
+            node["maxLength"] = max_chars
+        elif fmt in EMAIL_FORMATS:
+            del node["format"]
+            node["pattern"] = email_pattern(max_chars)
+        elif fmt not in BOUNDED_FORMATS:
+            del node["format"]
+            node["maxLength"] = max_chars
     for key in _SUBSCHEMA_KEYS:
         _cap(node.get(key), max_chars)
     for key in _SUBSCHEMA_LIST_KEYS:
@@ -60,6 +78,18 @@ def _cap(node: Any, max_chars: int) -> None:
         if isinstance(children, dict):
             for child in children.values():
                 _cap(child, max_chars)
+
+
+def email_pattern(max_chars: int) -> str:
+    r"""An e-mail address of at most about `max_chars` characters: a local part, then two to
+    four dot-separated domain labels.
+
+    >>> email_pattern(40)
+    '^[A-Za-z0-9._%+-]{1,20}@[A-Za-z0-9-]{1,10}(\\.[A-Za-z0-9-]{1,10}){1,3}$'
+    """
+    local, label = max(1, max_chars // 2), max(1, max_chars // 4)
+    return f"^[A-Za-z0-9._%+-]{{1,{local}}}@[A-Za-z0-9-]{{1,{label}}}" \
+           f"(\\.[A-Za-z0-9-]{{1,{label}}}){{1,3}}$"
 
 
 def has_string_at_cap(value: Any, max_chars: int) -> bool:

@@ -106,3 +106,44 @@ def test_a_capped_schema_compiles_and_bounds_the_string(
     assert not matcher.accept(encoder(smollm2_tokenizer)("x")[0])  # a fifth character
     assert has_string_at_cap({"payee": "Asha", "amount": 5}, 4)
     assert not has_string_at_cap({"payee": "Ash", "amount": 5}, 4)
+
+
+def accepts(info: GrammarTokenizerInfo, tokenizer: Any, schema: dict[str, Any],
+            text: str) -> bool:
+    matcher = compile_schema(schema, info).matcher()
+    return all(matcher.accept(t) for t in encoder(tokenizer)(text)) and matcher.is_complete
+
+
+@pytest.mark.parametrize(("fmt", "value"), [
+    ("email", "asha.ramaswamy@bank.example.com"),
+    ("uri", "https://bank.example.com/accounts"),
+    ("hostname", "bank.example.com"),
+])
+def test_a_string_with_an_unbounded_format_still_ends_at_the_cap(
+        smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo, fmt: str,
+        value: str) -> None:
+    # xgrammar ignores maxLength beside a format: without a bound of our own, a small model
+    # wrote an e-mail address to the token cap (minutes on CPU, then a cut-off answer)
+    schema = {"type": "object", "properties": {"x": {"type": "string", "format": fmt}},
+              "required": ["x"]}
+    capped = cap_string_lengths(schema, 40)
+    compact = {"separators": (",", ":")}
+    assert accepts(smollm2_grammar_info, smollm2_tokenizer, capped,
+                   json.dumps({"x": value}, **compact))  # type: ignore[arg-type]
+    endless = json.dumps({"x": "a" * 200}, **compact)[:-2]  # type: ignore[arg-type]
+    assert not accepts(smollm2_grammar_info, smollm2_tokenizer, capped, endless + '"}')
+    matcher = compile_schema(capped, smollm2_grammar_info).matcher()
+    accepted = 0
+    for token in encoder(smollm2_tokenizer)(endless):
+        if not matcher.accept(token):
+            break
+        accepted += 1
+    assert accepted < 60  # refused well before the token cap
+    assert schema["properties"]["x"] == {"type": "string", "format": fmt}
+
+
+@pytest.mark.parametrize(("fmt", "value"), [("date", "2026-08-07"),
+                                            ("uuid", "123e4567-e89b-12d3-a456-426614174000")])
+def test_a_bounded_format_is_left_as_it_is(fmt: str, value: str) -> None:
+    schema = {"type": "string", "format": fmt}
+    assert cap_string_lengths(schema, 8) == schema  # the format bounds it already
