@@ -1,0 +1,222 @@
+"""Whole-request latency of two checkouts of stackroute, side by side in one run.
+
+A user waits for the whole request: routing calls, argument generation, the unwinding, and
+whatever the policy computes besides the model (evidence, embeddings). Each checkout runs in
+its own long-lived worker process, exactly as its own `stackroute eval CATALOG QUERIES` runs
+(same defaults: policy, speculation, engine), with one change: before each query the worker
+waits for the parent's go, and it reports the query's wall time. The parent alternates which
+checkout goes first per query, so both see the same machine load.
+
+A checkout is a folder holding `runtime/`, `grammars/`, `server/` and `bench/` (a git worktree
+of an older commit, say); the worker imports it through a throwaway `stackroute` namespace of
+symlinks, with this interpreter's packages. `.` means the installed stackroute.
+
+    git worktree add /tmp/old 0e52c79
+    python -m stackroute.bench.request_latency --checkout old=/tmp/old --checkout new=. \\
+        --suite DIR_WITH_CATALOG_AND_QUERIES ... --limit 6 --out bench/results/<date>-<name>
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from stackroute.bench.environment import environment
+
+PACKAGES = ("runtime", "grammars", "server", "bench")
+
+# Runs inside each worker: the checkout's own `eval` command, its per-query `run_query`
+# wrapped to wait for a go line on stdin and report the wall time on a pipe of its own.
+WORKER = r"""
+import importlib, json, os, sys, time
+for name in ("stackroute.bench.evaluate", "stackroute.server.tools.evaluate"):  # old, new
+    try:
+        evaluation = importlib.import_module(name)
+        break
+    except ImportError:
+        continue
+report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
+original = evaluation.run_query
+
+def timed(machine, query, **kwargs):
+    report.write(json.dumps({"ready": query.id}) + "\n")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("stopped by the parent")
+    started = time.perf_counter()
+    state = original(machine, query, **kwargs)
+    wall_ms = (time.perf_counter() - started) * 1e3
+    usage = state.usage.to_dict()
+    report.write(json.dumps({"id": query.id, "wall_ms": wall_ms,
+                             "called": [c["path"] for c in state.calls],
+                             "model_calls": usage.get("model_calls", 0),
+                             "forward_passes": usage.get("forward_passes", 0),
+                             "generated_tokens": usage.get("generated_tokens", 0)}) + "\n")
+    return state
+
+evaluation.run_query = timed
+from stackroute.server.cli import main
+sys.argv = ["stackroute", "eval", *sys.argv[1:], "--json"]
+main()
+"""
+
+
+@dataclass
+class Worker:
+    """One checkout's `eval` over one query file, driven query by query."""
+
+    name: str
+    process: subprocess.Popen[str]
+    report: IO[str]
+    log: IO[str]  # the worker's stderr
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def wait_ready(self) -> bool:
+        """True when the worker waits for its next go; False once it has no query left."""
+        line = self.report.readline()
+        if line:
+            return "ready" in json.loads(line)
+        if self.process.wait(timeout=600):
+            self.log.seek(0)
+            raise RuntimeError(f"{self.name}: eval failed ({self.process.returncode}): "
+                               f"{self.log.read()[-3000:]}")
+        return False
+
+    def run_one(self) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        row = json.loads(self.report.readline())
+        self.rows.append(row)
+        return row
+
+    def finish(self) -> dict[str, Any]:
+        """The checkout's own eval summary (stdout) once every query has run."""
+        out, _ = self.process.communicate(timeout=600)
+        if self.process.returncode:
+            self.log.seek(0)
+            raise RuntimeError(f"{self.name}: eval failed ({self.process.returncode}): "
+                               f"{self.log.read()[-2000:]}")
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def namespace_for(checkout: Path, root: Path) -> Path | None:
+    """A folder to put on PYTHONPATH whose `stackroute/` links to the checkout's packages
+    (None: use the installed stackroute)."""
+    if checkout == Path("."):
+        return None
+    missing = [p for p in PACKAGES if not (checkout / p).is_dir()]
+    if missing:
+        raise SystemExit(f"--checkout {checkout}: expected the folders {', '.join(PACKAGES)}, "
+                         f"missing {', '.join(missing)}")
+    ns = root / checkout.name / "stackroute"
+    ns.mkdir(parents=True)
+    for package in PACKAGES:
+        (ns / package).symlink_to(checkout.resolve() / package)
+    return ns.parent
+
+
+def start_worker(name: str, pythonpath: Path | None, catalog: Path, queries: Path,
+                 limit: int) -> Worker:
+    read_fd, write_fd = os.pipe()
+    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (the worker's; closed with it)
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    env["STACKROUTE_BENCH_REPORT_FD"] = str(write_fd)
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(catalog), str(queries), "--limit", str(limit)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+        env=env, cwd=tempfile.gettempdir(), pass_fds=(write_fd,))
+    os.close(write_fd)
+    return Worker(name, process, os.fdopen(read_fd), log)
+
+
+def suite_files(folder: Path) -> tuple[Path, Path]:
+    catalogs = [p for p in folder.glob("*.catalog.json") if ".flat." not in p.name]
+    queries = [p for p in folder.glob("*.queries.jsonl") if ".flat." not in p.name]
+    if len(catalogs) != 1 or len(queries) != 1:
+        raise SystemExit(f"--suite {folder}: expected one tree catalog and one queries file "
+                         f"(stackroute bench generate), found {len(catalogs)} and "
+                         f"{len(queries)}")
+    return catalogs[0], queries[0]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    walls = [r["wall_ms"] for r in rows]
+    return {"queries": len(rows), "wall_ms_p50": statistics.median(walls),
+            "wall_ms_p95": percentile(walls, 0.95), "wall_ms_mean": statistics.fmean(walls),
+            "model_calls_mean": statistics.fmean(r["model_calls"] for r in rows),
+            "forward_passes_mean": statistics.fmean(r["forward_passes"] for r in rows),
+            "generated_tokens_mean": statistics.fmean(r["generated_tokens"] for r in rows)}
+
+
+def run_suite(folder: Path, checkouts: dict[str, Path | None], limit: int,
+              ) -> dict[str, Any]:
+    catalog, queries = suite_files(folder)
+    workers = [start_worker(name, path, catalog, queries, limit)
+               for name, path in checkouts.items()]
+    for i in range(limit):
+        ready = [w.wait_ready() for w in workers]
+        if not all(ready):
+            break
+        order = workers if i % 2 == 0 else workers[::-1]
+        for worker in order:
+            row = worker.run_one()
+            print(f"{folder.name} {row['id']} {worker.name}: {row['wall_ms']:,.0f} ms, "
+                  f"{row['model_calls']} calls, {row['called']}", flush=True)
+    result: dict[str, Any] = {"catalog": catalog.name}
+    for worker in workers:
+        eval_summary = worker.finish()
+        result[worker.name] = {**summarise(worker.rows), "success": eval_summary["success"],
+                               "args_success": eval_summary["args_success"],
+                               "rows": worker.rows}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--checkout", action="append", required=True,
+                        help="NAME=FOLDER (a checkout) or NAME=. (the installed stackroute)")
+    parser.add_argument("--suite", type=Path, action="append", required=True,
+                        help="a folder from `stackroute bench generate`")
+    parser.add_argument("--limit", type=int, default=6, help="queries per suite")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        checkouts: dict[str, Path | None] = {}
+        for spec in args.checkout:
+            name, sep, folder = spec.partition("=")
+            if not sep or not name:
+                parser.error(f"--checkout expects NAME=FOLDER, got {spec!r}")
+            checkouts[name] = namespace_for(Path(folder), Path(tmp))
+        results = {folder.name: run_suite(folder, checkouts, args.limit)
+                   for folder in args.suite}
+    names = list(checkouts)
+    summary: dict[str, Any] = {"suites": {}, "environment": environment()}
+    for suite, result in results.items():
+        line = {name: {k: v for k, v in result[name].items() if k != "rows"} for name in names}
+        base = result[names[0]]["wall_ms_p50"]
+        line["p50_ratio_to_" + names[0]] = {n: result[n]["wall_ms_p50"] / base for n in names}
+        summary["suites"][suite] = line
+    print(json.dumps(summary, indent=1))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        (args.out / "rows.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

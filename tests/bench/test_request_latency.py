@@ -1,0 +1,55 @@
+"""bench/request_latency.py: the parts that need no model (checkout namespaces, suite files,
+the summary); the side-by-side run itself is a benchmark (bench/results/*-request-latency)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stackroute.bench.request_latency import (
+    PACKAGES,
+    namespace_for,
+    percentile,
+    suite_files,
+    summarise,
+)
+
+
+def test_a_checkout_is_imported_through_its_own_namespace(tmp_path: Path) -> None:
+    checkout = tmp_path / "old"
+    for package in PACKAGES:
+        (checkout / package).mkdir(parents=True)
+        (checkout / package / "__init__.py").write_text(f"WHERE = {package!r} + ' in old'\n")
+    root = namespace_for(checkout, tmp_path / "ns")
+    assert root is not None
+    code = "import stackroute.runtime as r; print(r.WHERE, r.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(root)},
+                         capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    assert out.startswith("runtime in old ")  # the symlinked package, not the installed one
+    assert namespace_for(Path("."), tmp_path / "unused") is None
+
+
+def test_a_folder_that_is_no_checkout_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "runtime").mkdir()
+    with pytest.raises(SystemExit, match="missing grammars, server, bench"):
+        namespace_for(tmp_path, tmp_path / "ns")
+
+
+def test_a_suite_folder_needs_one_tree_catalog_and_its_queries(tmp_path: Path) -> None:
+    (tmp_path / "s.flat.catalog.json").write_text("{}")
+    with pytest.raises(SystemExit, match="found 0 and 0"):
+        suite_files(tmp_path)
+    (tmp_path / "s.catalog.json").write_text("{}")
+    (tmp_path / "s.queries.jsonl").write_text("")
+    assert suite_files(tmp_path) == (tmp_path / "s.catalog.json", tmp_path / "s.queries.jsonl")
+
+
+def test_the_summary_reads_the_rows() -> None:
+    rows = [{"wall_ms": ms, "model_calls": 2, "forward_passes": 5, "generated_tokens": 9}
+            for ms in (100.0, 300.0, 200.0, 1000.0)]
+    summary = summarise(rows)
+    assert summary["wall_ms_p50"] == 250.0 and summary["wall_ms_p95"] == 1000.0
+    assert summary["model_calls_mean"] == 2 and summary["queries"] == 4
+    assert percentile([3.0, 1.0, 2.0], 0.0) == 1.0
