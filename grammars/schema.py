@@ -270,7 +270,10 @@ class ConstraintMatcher:
 
     def jump_forward_string(self) -> str:
         """The longest text the grammar forces next (complete UTF-8 characters only)."""
-        return str(self._matcher.find_jump_forward_string())
+        try:
+            return str(self._matcher.find_jump_forward_string())
+        except UnicodeDecodeError:  # xgrammar < 0.2.9: a forced half character; no jump
+            return ""
 
     def rollback(self, num_tokens: int) -> None:
         """Undo the last `num_tokens` accepted tokens."""

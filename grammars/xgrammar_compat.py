@@ -31,7 +31,10 @@ def _vocab_index(info: GrammarTokenizerInfo) -> tuple[dict[bytes, int], frozense
 def greedy_jump_forward_tokens(matcher: Any, info: GrammarTokenizerInfo) -> tuple[int, ...]:
     """`find_jump_forward_tokens` for an xgrammar `GrammarMatcher` that lacks it; the matcher
     is not changed (the caller accepts each token)."""
-    text = str(matcher.find_jump_forward_string()).encode("utf-8")
+    try:
+        text = str(matcher.find_jump_forward_string()).encode("utf-8")
+    except UnicodeDecodeError:  # 0.2.8 decodes a forced half character and fails: no jump
+        return ()
     ids, prefixes, max_len = _vocab_index(info)
     tokens: list[int] = []
     pos = 0
