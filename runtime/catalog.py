@@ -73,11 +73,35 @@ def parse_catalog_document(text: str, *, fmt: str = "json") -> Any:
     try:
         if fmt == "yaml":
             return yaml.load(text, Loader=_CatalogYamlLoader)
+        if json_nesting(text) > MAX_JSON_NESTING:
+            raise RecursionError  # the same answer on every Python (3.13's parser goes deeper)
         return json.loads(text)
     except RecursionError as e:
         raise CatalogError([Problem("", "document nested too deeply to parse")]) from e
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         raise CatalogError([Problem("", f"not valid {fmt.upper()}: {e}")]) from e
+
+
+MAX_JSON_NESTING = 512  # arrays and objects inside each other; real catalogs stay under 50
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON text (brackets inside strings do not
+    count), without parsing it.
+
+    >>> json_nesting('{"a": [1, {"b": "]]]"}]}')
+    3
+    """
+    depth = deepest = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
 
 
 def catalog_format(path: str | Path) -> str:
