@@ -96,6 +96,13 @@ class ServerSettings(BaseSettings):
     calibration: Path | None = Field(
         None, description="calibration file for the guided policy (stackroute calibrate); "
         "none: the one shipped for the engine's model")
+    max_draft_tokens: int = Field(
+        8, ge=0, description="transformers engine: tokens a greedy generation drafts from its "
+        "prompt per pass (argument values copied from the request); answers never change; "
+        "0 turns drafting off")
+    max_string_chars: int = Field(
+        64, ge=1, description="JSON strings whose schema sets no maxLength (and unbounded "
+        "formats such as email) end after this many characters, so argument generation ends")
     log_level: LogLevel = LogLevel.INFO
     # -- sessions and request hardening (server/service, server/http) --------------------
     max_session_workers: int = Field(4, ge=1, description="sessions stepped at the same time")

@@ -160,8 +160,13 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
 
 def build_engine(settings: ServerSettings) -> Engine:
     """The engine the settings name: a registered name, or an import path 'module:factory'
-    (called with the same options)."""
-    return create_engine(settings.engine, model=settings.model, base_url=settings.base_url)
+    (called with the same options). The embedded engine also gets its decoding settings."""
+    options: dict[str, Any] = {}
+    if settings.engine == "transformers":
+        options = {"max_draft_tokens": settings.max_draft_tokens,
+                   "max_string_chars": settings.max_string_chars}
+    return create_engine(settings.engine, model=settings.model, base_url=settings.base_url,
+                         **options)
 
 
 async def _close_engine(engine: Engine) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stackroute.server.cli import app as cli_app
@@ -124,3 +125,17 @@ def test_session_options_come_from_the_settings_with_their_defaults(
     assert options.is_auto_approve_allowed is True  # no API key
     assert SessionOptions.from_settings(ServerSettings(api_key="k")).is_auto_approve_allowed \
         is False
+
+
+def test_the_embedded_engine_gets_its_decoding_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stackroute.server.http.app as app_module
+    from stackroute.server.http.app import build_engine
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(app_module, "create_engine",
+                        lambda name, **kwargs: seen.update(name=name, **kwargs))
+    build_engine(ServerSettings(max_draft_tokens=0, max_string_chars=32))
+    assert seen == {"name": "transformers", "model": None, "base_url": None,
+                    "max_draft_tokens": 0, "max_string_chars": 32}
+    with pytest.raises(ValueError, match="max_draft_tokens"):
+        ServerSettings(max_draft_tokens=-1)
