@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from stackroute.server.engines.kv_compat import kv_keyword
 from stackroute.server.engines.model_store import LoadedModel
 from stackroute.server.engines.prefix_cache import PrefixCache
 from transformers import DynamicCache
@@ -253,17 +254,19 @@ def test_cached_prefix_gives_the_same_logits(embedded_model: LoadedModel) -> Non
     with torch.no_grad():
         full_out = model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
     full_logits = full_out.logits[0, -1]  # [vocab]
+    keyword = kv_keyword(model)  # `cache` from transformers 5.24, `past_key_values` before
+    full_kv = getattr(full_out, keyword)  # the output field has the keyword's name
     # Causal attention: the first positions' KV of the full pass is the prefix's KV, so crop
     # it (crop takes a negative count in transformers 5) instead of a second prefill.
-    full_out.cache.crop(prefix_tokens - len(ids))
+    full_kv.crop(prefix_tokens - len(ids))
     cache = PrefixCache(max_bytes=1 << 30)
-    cache.insert(ids[:prefix_tokens], full_out.cache)
+    cache.insert(ids[:prefix_tokens], full_kv)
     hit = cache.lookup(ids, max_tokens=len(ids) - 1)
     assert hit.num_tokens == prefix_tokens
     with torch.no_grad():
         rest = torch.tensor([ids[prefix_tokens:]])
         cached_logits = model(
-            input_ids=rest, cache=hit.kv, use_cache=True, logits_to_keep=1
+            input_ids=rest, **{keyword: hit.kv}, use_cache=True, logits_to_keep=1
         ).logits[0, -1]
     torch.testing.assert_close(cached_logits, full_logits, atol=1e-4, rtol=1e-4)
     assert int(cached_logits.argmax()) == int(full_logits.argmax())
