@@ -58,16 +58,18 @@ def _cap(node: Any, max_chars: int) -> None:
         return
     kind = node.get("type")
     is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
-    if is_string and not any(key in node for key in _SHAPED_KEYS):
-        fmt = node.get("format")
-        if fmt is None:
-            node["maxLength"] = max_chars
-        elif fmt in EMAIL_FORMATS:
+    fmt = node.get("format")
+    if is_string and fmt is not None and not any(k in node for k in _SHAPED_KEYS[1:]):
+        limit = node.get("maxLength", max_chars)  # the author's bound, which xgrammar ignores
+        if fmt in EMAIL_FORMATS:
             del node["format"]
-            node["pattern"] = email_pattern(max_chars)
+            node.pop("maxLength", None)
+            node["pattern"] = email_pattern(limit)
         elif fmt not in BOUNDED_FORMATS:
             del node["format"]
-            node["maxLength"] = max_chars
+            node["maxLength"] = limit
+    elif is_string and not any(key in node for key in _SHAPED_KEYS):
+        node["maxLength"] = max_chars
     for key in _SUBSCHEMA_KEYS:
         _cap(node.get(key), max_chars)
     for key in _SUBSCHEMA_LIST_KEYS:

@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.schema import GrammarTokenizerInfo, compile_schema
-from stackroute.grammars.string_caps import cap_string_lengths, has_string_at_cap
+from stackroute.grammars.string_caps import (
+    cap_string_lengths,
+    email_pattern,
+    has_string_at_cap,
+)
 
 SEND_MONEY = {"type": "object",
               "properties": {"payee": {"type": "string"}, "amount": {"type": "number"}},
@@ -140,6 +144,14 @@ def test_a_string_with_an_unbounded_format_still_ends_at_the_cap(
         accepted += 1
     assert accepted < 60  # refused well before the token cap
     assert schema["properties"]["x"] == {"type": "string", "format": fmt}
+
+
+def test_an_authors_max_length_beside_a_format_is_the_bound() -> None:
+    email = {"type": "string", "format": "email", "maxLength": 20}
+    assert cap_string_lengths(email, 64) == {"type": "string",
+                                            "pattern": email_pattern(20)}
+    uri = {"type": "string", "format": "uri", "maxLength": 200}
+    assert cap_string_lengths(uri, 64) == {"type": "string", "maxLength": 200}
 
 
 @pytest.mark.parametrize(("fmt", "value"), [("date", "2026-08-07"),
