@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from stackroute.server.service.store import finite
 from starlette.responses import StreamingResponse
 
 KEEPALIVE_S = 15.0  # seconds of silence before a `: ping` comment
@@ -73,17 +73,7 @@ def _payload(data: Any) -> str:
     try:
         return json.dumps(data, ensure_ascii=False, allow_nan=False)
     except ValueError:  # NaN/inf is not JSON: send null, as fastapi's own encoder does
-        return json.dumps(_finite(data), ensure_ascii=False, allow_nan=False)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+        return json.dumps(finite(data), ensure_ascii=False, allow_nan=False)
 
 
 async def _with_keepalive(events: AsyncIterator[SseEvent], keepalive_s: float,

@@ -378,16 +378,17 @@ def strict_json(value: Any) -> str:
     """JSON that any parser reads: non-finite floats (a one-option menu's margin is infinite)
     become null instead of Python's non-standard `Infinity`/`NaN`; other objects become their
     `str`, as the stack machine does with leaf results."""
-    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, default=str)
+    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False, default=str)
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
+    """`value` with every NaN or infinity replaced by None (JSON has neither)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 
