@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from stackroute.runtime.decision import Decision
@@ -80,28 +81,23 @@ class StackMachine:
         if state.pending is not None:
             self._execute_pending(state)
             return
-        limits = state.limits
         frame = state.top()
-        if state.num_steps >= limits.max_steps:
-            self._record(state, EventKind.LIMIT, frame, detail={"limit": LimitKind.MAX_STEPS,
-                                                                 "value": limits.max_steps})
+        limit = _limit_reached(state, frame)
+        if limit is LimitKind.MAX_STEPS:
+            self._record(state, EventKind.LIMIT, frame, detail={
+                "limit": LimitKind.MAX_STEPS, "value": state.limits.max_steps})
             self._finish(state, RunStatus.LIMIT)
             return
-        if frame.num_iterations >= limits.max_iterations:
+        if limit is LimitKind.MAX_ITERATIONS:
             self._record(state, EventKind.LIMIT, frame, detail={
-                "limit": LimitKind.MAX_ITERATIONS, "value": limits.max_iterations})
+                "limit": LimitKind.MAX_ITERATIONS, "value": state.limits.max_iterations})
             if frame.accumulator or len(state.stack) == 1:
                 self._pop_done(state, frame, status=RunStatus.LIMIT)
             else:  # nothing done here: an empty result is "wrong branch", not output
                 self._pop_back(state, frame)
             return
-        node = self.tree.node(frame.node_path)
-        menu = self.menu_for(state, frame)
-        request = RoutingRequest(
-            run_id=state.run_id, step=state.num_steps, depth=len(state.stack) - 1,
-            task=state.task, node=node, menu=menu, prompt=self.layout.routing_prompt(state),
-            layout=self.layout, calls=tuple(c["path"] for c in state.calls),
-        )
+        request = self._request(state)
+        node, menu = request.node, request.menu
         decision = self.router.route(request)
         state.num_steps += 1
         frame.num_iterations += 1
@@ -137,6 +133,38 @@ class StackMachine:
         state.pending = None
         self._record(state, EventKind.CANCEL, state.top(), detail={"reason": reason})
         state.status = RunStatus.CANCELLED
+
+    # -- requests --------------------------------------------------------------------------
+    def _request(self, state: RunState) -> RoutingRequest:
+        """The routing request for the top frame as the state stands."""
+        frame = state.top()
+        steps = state.num_steps
+        return RoutingRequest(
+            run_id=state.run_id, step=steps, depth=len(state.stack) - 1,
+            task=state.task, node=self.tree.node(frame.node_path),
+            menu=self.menu_for(state, frame), prompt=self.layout.routing_prompt(state),
+            layout=self.layout, calls=tuple(c["path"] for c in state.calls),
+            after_done=lambda: self._after_done(state, steps))
+
+    def _after_done(self, state: RunState, steps: int) -> RoutingRequest | None:
+        """The request `step` makes next if the current one is answered DONE, computed on a
+        scratch copy of the state with the same transition `step` applies (the real state is
+        untouched); None where DONE is not on the menu, finishes the run, or the next step is
+        a limit rather than a routing call. Only valid until the run moves on."""
+        if state.num_steps != steps:
+            raise StateError(f"run {state.run_id} has moved on from step {steps}; the "
+                             "request's after_done no longer describes it")
+        scratch = _scratch(state)
+        frame = scratch.top()
+        if len(scratch.stack) == 1 or CompletionState.DONE not in self.menu_for(scratch, frame):
+            return None
+        scratch.num_steps += 1
+        frame.num_iterations += 1
+        frame.history.append(CompletionState.DONE)
+        self._hand_up(scratch, frame)
+        if _limit_reached(scratch, scratch.top()) is not None:
+            return None
+        return self._request(scratch)
 
     # -- menus -----------------------------------------------------------------------------
     def menu_for(self, state: RunState, frame: Frame) -> Menu:
@@ -283,6 +311,11 @@ class StackMachine:
             state.result = frame.accumulator
             self._finish(state, status)
             return
+        self._hand_up(state, frame)
+        self._record(state, EventKind.POP_DONE, frame, detail={"output": frame.accumulator})
+
+    def _hand_up(self, state: RunState, frame: Frame) -> None:
+        """Pop finished `frame` and hand its output to the parent (accumulator and turn)."""
         state.stack.pop()
         parent = state.top()
         child = self.tree.node(frame.node_path)
@@ -290,7 +323,6 @@ class StackMachine:
         parent.turns.append(self.layout.child_done_turn(child, self.menu_for(state, parent),
                                                         frame.accumulator,
                                                         state.limits.max_result_chars))
-        self._record(state, EventKind.POP_DONE, frame, detail={"output": frame.accumulator})
 
     def _pop_back(self, state: RunState, frame: Frame) -> None:
         state.stack.pop()
@@ -338,6 +370,23 @@ class StackMachine:
             seq=len(state.trace), kind=kind, frame_id=frame.frame_id,
             parent_id=frame.parent_id, path=frame.node_path, depth=depth,
             time_unix=self.clock(), **fields))
+
+
+def _limit_reached(state: RunState, frame: Frame) -> LimitKind | None:
+    """The limit that stops the next routing call at `frame`, if any (max_steps first)."""
+    if state.num_steps >= state.limits.max_steps:
+        return LimitKind.MAX_STEPS
+    if frame.num_iterations >= state.limits.max_iterations:
+        return LimitKind.MAX_ITERATIONS
+    return None
+
+
+def _scratch(state: RunState) -> RunState:
+    """A copy of `state` a predicted transition may change: its own frames (lists copied),
+    calls and an empty trace; messages and results are shared, as nothing mutates them."""
+    stack = [replace(f, turns=list(f.turns), accumulator=list(f.accumulator),
+                     history=list(f.history), tried=list(f.tried)) for f in state.stack]
+    return replace(state, stack=stack, trace=[], calls=list(state.calls))
 
 
 def _definition(leaf: Node) -> dict[str, Any]:

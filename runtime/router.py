@@ -4,7 +4,7 @@ engine (or script) is behind it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from stackroute.runtime.decision import Decision
@@ -26,6 +26,12 @@ class RoutingRequest:
     prompt: Prompt
     layout: PromptLayout
     calls: tuple[str, ...] = ()  # paths of the leaf calls the run has made so far, in order
+    # The request the machine makes next if this one is answered DONE (None: DONE is not on
+    # the menu, it finishes the run, or the next step is no routing call). Only the machine
+    # knows that transition, so it supplies this; it is a prediction, not state, so it is
+    # not compared (`speculation.matches` judges) and never serialised.
+    after_done: Callable[[], RoutingRequest | None] | None = field(
+        default=None, compare=False, repr=False)
 
     def child(self, name: str) -> Node:
         child = self.node.child(name)

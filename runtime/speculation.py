@@ -7,6 +7,11 @@ the child's fresh frame with its menu turn), so the requests below the current o
 it alone. The machine stays the judge: a router that receives a predicted decision checks that
 the request it is asked about is the one predicted (see `matches`), so a limit or anything
 else the prediction did not model only costs the speculation, never a wrong decision.
+
+Unwinding is the other direction: after a leaf call, the DONE answers that pop the stack
+frame by frame. Those transitions (pop, hand the output up, the parent's next menu) are the
+machine's, so each request carries the machine's own prediction of the next one
+(`RoutingRequest.after_done`) and `unwinding_requests` follows that chain.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ def descend(request: RoutingRequest, choice: str) -> RoutingRequest:
                 states=(CompletionState.BACK,))
     prompt = request.prompt.extend(answer(choice), request.layout.menu_turn(child))
     return replace(request, step=request.step + 1, depth=request.depth + 1, node=child,
-                   menu=menu, prompt=prompt)
+                   menu=menu, prompt=prompt, after_done=None)  # a fresh frame offers BACK
 
 
 def drafted_requests(request: RoutingRequest, draft: Sequence[str]) -> list[RoutingRequest]:
@@ -44,6 +49,21 @@ def drafted_requests(request: RoutingRequest, draft: Sequence[str]) -> list[Rout
     if draft[-1] not in last.menu:
         raise StateError(f"draft option {draft[-1]!r} is not on the menu at "
                          f"{last.node.path_str or '<root>'}: {list(last.menu.options)}")
+    return requests
+
+
+def unwinding_requests(request: RoutingRequest, *, max_levels: int | None = None,
+                       ) -> list[RoutingRequest]:
+    """`request`, then the request the machine makes after each DONE above it, as long as
+    the machine predicts one (up to the root, whose DONE ends the run; a limit or a menu
+    without DONE ends the chain earlier), at most `max_levels` requests in all."""
+    requests = [request]
+    while max_levels is None or len(requests) < max_levels:
+        after_done = requests[-1].after_done
+        following = None if after_done is None else after_done()
+        if following is None:
+            break
+        requests.append(following)
     return requests
 
 
