@@ -14,6 +14,16 @@ symlinks, with this interpreter's packages. `.` means the installed stackroute.
     git worktree add /tmp/old 0e52c79
     python -m stackroute.bench.request_latency --checkout old=/tmp/old --checkout new=. \\
         --suite DIR_WITH_CATALOG_AND_QUERIES ... --limit 6 --out bench/results/<date>-<name>
+
+`--forced SIZES` runs the same work on both sides instead: each checkout's own `stackroute
+bench cache` (append-only layout, prefix cache on), every request teacher-forced along its
+gold route, so both make the same routing calls, generate the leaf's arguments and unwind with
+the same `DONE` calls; the rows compare what each commit's engine costs for identical work
+(their free runs can differ in the work itself: an old default that answers DONE at the root
+does none). The harness's own per-item wall time is reported (token counting excluded).
+
+    python -m stackroute.bench.request_latency --checkout old=/tmp/old --checkout new=. \\
+        --forced 16,128 --limit 6 --out bench/results/<date>-<name>
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering
 original = evaluation.run_query
 
 def timed(machine, query, **kwargs):
-    report.write(json.dumps({"ready": query.id}) + "\n")
+    report.write(json.dumps({"ready": query.id, "text": query.query}) + "\n")
     if sys.stdin.readline().strip() != "go":
         raise SystemExit("stopped by the parent")
     started = time.perf_counter()
@@ -67,10 +77,44 @@ sys.argv = ["stackroute", "eval", *sys.argv[1:], "--json"]
 main()
 """
 
+# Runs inside each worker in `--forced` mode: the checkout's own cache suite, its append-only
+# + cache variant only, each item waiting for a go line and reporting the harness's record.
+FORCED_WORKER = r"""
+import json, os, sys
+from stackroute.bench import harness, scenarios
+report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
+all_groups = scenarios.Scenario.groups
+scenarios.Scenario.groups = lambda self, options: [
+    g for g in all_groups(self, options) if g.variant.label == "append-only+cache"]
+original = harness._GroupRunner.run
+
+def timed(self, query):
+    report.write(json.dumps({"ready": f"{self.group.num_leaves}/{query.id}",
+                             "text": query.query}) + "\n")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("stopped by the parent")
+    record = original(self, query)
+    m = record["metrics"]
+    report.write(json.dumps({"id": f"{self.group.num_leaves}/{query.id}",
+                             "status": record["status"], "wall_ms": record["wall_ms"],
+                             "called": list(query.gold), "model_calls": m["model_calls"],
+                             "forward_passes": m["forward_passes"],
+                             "generated_tokens": m["generated_tokens"],
+                             "prefill_tokens": m["prefill_tokens"],
+                             "routing_latency_ms": m["routing_latency_ms"],
+                             "args_success": m["args_success"]}) + "\n")
+    return record
+
+harness._GroupRunner.run = timed
+from stackroute.server.cli import main
+sys.argv = ["stackroute", "bench", "cache", *sys.argv[1:]]
+main()
+"""
+
 
 @dataclass
 class Worker:
-    """One checkout's `eval` over one query file, driven query by query."""
+    """One checkout's worker, driven item by item."""
 
     name: str
     process: subprocess.Popen[str]
@@ -78,16 +122,17 @@ class Worker:
     log: IO[str]  # the worker's stderr
     rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def wait_ready(self) -> bool:
-        """True when the worker waits for its next go; False once it has no query left."""
+    def wait_ready(self) -> dict[str, Any] | None:
+        """The item the worker waits to run (its id, and its text in `--forced` mode); None
+        once it has no item left."""
         line = self.report.readline()
         if line:
-            return "ready" in json.loads(line)
+            return dict(json.loads(line))
         if self.process.wait(timeout=600):
             self.log.seek(0)
-            raise RuntimeError(f"{self.name}: eval failed ({self.process.returncode}): "
+            raise RuntimeError(f"{self.name}: worker failed ({self.process.returncode}): "
                                f"{self.log.read()[-3000:]}")
-        return False
+        return None
 
     def run_one(self) -> dict[str, Any]:
         assert self.process.stdin is not None
@@ -97,14 +142,14 @@ class Worker:
         self.rows.append(row)
         return row
 
-    def finish(self) -> dict[str, Any]:
-        """The checkout's own eval summary (stdout) once every query has run."""
+    def finish(self) -> str:
+        """The worker's stdout once every item has run."""
         out, _ = self.process.communicate(timeout=600)
         if self.process.returncode:
             self.log.seek(0)
-            raise RuntimeError(f"{self.name}: eval failed ({self.process.returncode}): "
+            raise RuntimeError(f"{self.name}: worker failed ({self.process.returncode}): "
                                f"{self.log.read()[-2000:]}")
-        return json.loads(out.strip().splitlines()[-1])
+        return out
 
 
 def namespace_for(checkout: Path, root: Path) -> Path | None:
@@ -123,8 +168,7 @@ def namespace_for(checkout: Path, root: Path) -> Path | None:
     return ns.parent
 
 
-def start_worker(name: str, pythonpath: Path | None, catalog: Path, queries: Path,
-                 limit: int) -> Worker:
+def start_worker(name: str, pythonpath: Path | None, script: str, args: list[str]) -> Worker:
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (the worker's; closed with it)
     env = dict(os.environ)
@@ -132,7 +176,7 @@ def start_worker(name: str, pythonpath: Path | None, catalog: Path, queries: Pat
         env["PYTHONPATH"] = str(pythonpath)
     env["STACKROUTE_BENCH_REPORT_FD"] = str(write_fd)
     process = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(catalog), str(queries), "--limit", str(limit)],
+        [sys.executable, "-c", script, *args],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
         env=env, cwd=tempfile.gettempdir(), pass_fds=(write_fd,))
     os.close(write_fd)
@@ -163,38 +207,82 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "generated_tokens_mean": statistics.fmean(r["generated_tokens"] for r in rows)}
 
 
-def run_suite(folder: Path, checkouts: dict[str, Path | None], limit: int,
-              ) -> dict[str, Any]:
-    catalog, queries = suite_files(folder)
-    workers = [start_worker(name, path, catalog, queries, limit)
-               for name, path in checkouts.items()]
-    for i in range(limit):
+def run_paired(label: str, workers: list[Worker]) -> None:
+    """Run the workers' items in step, alternating which goes first; every worker must be
+    about to run the same item (same id, same text) or the pairing is refused."""
+    i = 0
+    while True:
         ready = [w.wait_ready() for w in workers]
-        if not all(ready):
-            break
+        if any(r is None for r in ready):
+            if not all(r is None for r in ready):
+                raise SystemExit(f"{label}: the checkouts ran out of items at different "
+                                 f"points: {ready}")
+            return
+        if any(r != ready[0] for r in ready[1:]):
+            raise SystemExit(f"{label}: the checkouts are not on the same item: {ready}")
         order = workers if i % 2 == 0 else workers[::-1]
         for worker in order:
             row = worker.run_one()
-            print(f"{folder.name} {row['id']} {worker.name}: {row['wall_ms']:,.0f} ms, "
-                  f"{row['model_calls']} calls, {row['called']}", flush=True)
+            print(f"{label} {row['id']} {worker.name}: {row['wall_ms']:,.0f} ms, "
+                  f"{row['model_calls']} calls, {row['forward_passes']} passes, "
+                  f"{row['generated_tokens']} generated, {row['called']}", flush=True)
+        i += 1
+
+
+def run_suite(folder: Path, checkouts: dict[str, Path | None], limit: int,
+              ) -> dict[str, Any]:
+    catalog, queries = suite_files(folder)
+    workers = [start_worker(name, path, WORKER,
+                            [str(catalog), str(queries), "--limit", str(limit)])
+               for name, path in checkouts.items()]
+    run_paired(folder.name, workers)
     result: dict[str, Any] = {"catalog": catalog.name}
     for worker in workers:
-        eval_summary = worker.finish()
+        eval_summary = json.loads(worker.finish().strip().splitlines()[-1])
         result[worker.name] = {**summarise(worker.rows), "success": eval_summary["success"],
                                "args_success": eval_summary["args_success"],
                                "rows": worker.rows}
     return result
 
 
+def run_forced(sizes: str, checkouts: dict[str, Path | None], limit: int, threads: int,
+               tmp: Path) -> dict[str, dict[str, Any]]:
+    """Both checkouts' cache suites, item by item; results per catalog size."""
+    workers = [start_worker(name, path, FORCED_WORKER,
+                            ["--sizes", sizes, "--limit", str(limit), "--threads", str(threads),
+                             "--out", str(tmp / f"forced-{name}")])
+               for name, path in checkouts.items()]
+    run_paired("forced", workers)
+    for worker in workers:
+        worker.finish()
+    results: dict[str, dict[str, Any]] = {}
+    for size in sizes.split(","):
+        result: dict[str, Any] = {"catalog": f"scale-up, {size} tools (teacher-forced)"}
+        for worker in workers:
+            rows = [r for r in worker.rows if r["id"].startswith(f"{size}/")]
+            result[worker.name] = {**summarise(rows), "rows": rows,
+                                   "args_success": sum(r["args_success"] for r in rows)
+                                   / max(1, len(rows))}
+        results[f"cache-{size}-forced"] = result
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--checkout", action="append", required=True,
                         help="NAME=FOLDER (a checkout) or NAME=. (the installed stackroute)")
-    parser.add_argument("--suite", type=Path, action="append", required=True,
-                        help="a folder from `stackroute bench generate`")
-    parser.add_argument("--limit", type=int, default=6, help="queries per suite")
+    parser.add_argument("--suite", type=Path, action="append", default=[],
+                        help="a folder from `stackroute bench generate` (free runs)")
+    parser.add_argument("--forced", default=None, metavar="SIZES",
+                        help="catalog sizes of the cache suite to run teacher-forced, "
+                             "e.g. 16,128")
+    parser.add_argument("--limit", type=int, default=6, help="queries per suite or size")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of each worker in --forced mode")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    if not args.suite and not args.forced:
+        parser.error("name at least one --suite or --forced SIZES")
     with tempfile.TemporaryDirectory() as tmp:
         checkouts: dict[str, Path | None] = {}
         for spec in args.checkout:
@@ -204,6 +292,8 @@ def main() -> None:
             checkouts[name] = namespace_for(Path(folder), Path(tmp))
         results = {folder.name: run_suite(folder, checkouts, args.limit)
                    for folder in args.suite}
+        if args.forced:
+            results |= run_forced(args.forced, checkouts, args.limit, args.threads, Path(tmp))
     names = list(checkouts)
     summary: dict[str, Any] = {"suites": {}, "environment": environment()}
     for suite, result in results.items():

@@ -12,6 +12,8 @@ from stackroute.bench.request_latency import (
     PACKAGES,
     namespace_for,
     percentile,
+    run_paired,
+    start_worker,
     suite_files,
     summarise,
 )
@@ -53,3 +55,33 @@ def test_the_summary_reads_the_rows() -> None:
     assert summary["wall_ms_p50"] == 250.0 and summary["wall_ms_p95"] == 1000.0
     assert summary["model_calls_mean"] == 2 and summary["queries"] == 4
     assert percentile([3.0, 1.0, 2.0], 0.0) == 1.0
+
+
+ITEM_SCRIPT = r"""
+import json, os, sys
+report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
+for item in sys.argv[1:]:
+    report.write(json.dumps({"ready": item, "text": "t"}) + "\n")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit(0)
+    report.write(json.dumps({"id": item, "wall_ms": 1.0, "model_calls": 1,
+                             "forward_passes": 1, "generated_tokens": 0,
+                             "called": []}) + "\n")
+"""
+
+
+def test_paired_workers_run_the_same_items_in_step() -> None:
+    workers = [start_worker(name, None, ITEM_SCRIPT, ["a", "b"]) for name in ("x", "y")]
+    run_paired("t", workers)
+    assert [[r["id"] for r in w.rows] for w in workers] == [["a", "b"], ["a", "b"]]
+    for w in workers:
+        w.finish()
+
+
+def test_workers_on_different_items_are_not_paired() -> None:
+    workers = [start_worker("x", None, ITEM_SCRIPT, ["a", "b"]),
+               start_worker("y", None, ITEM_SCRIPT, ["a", "c"])]
+    with pytest.raises(SystemExit, match="not on the same item"):
+        run_paired("t", workers)
+    for w in workers:
+        w.process.kill()
