@@ -38,7 +38,7 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ from stackroute.bench.peers_workload import (
 )
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
+DTYPES = ("float32", "bfloat16")  # NAME@PRECISION runs a system on that precision's model
 PACKAGES = {"ours": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
             "llama.cpp": "llama_cpp"}
 INSTALL_HINTS = {"outlines": "pip install 'outlines>=1.2' (the bench extra)",
@@ -69,6 +70,7 @@ class PeersOptions:
     num_leaves: int = 16
     systems: tuple[str, ...] = ("ours", "xgrammar", "outlines", "llama.cpp")
     num_threads: int = 2
+    dtype: str = "float32"  # of the systems named without @PRECISION
     seed: int = 0
     model: str | None = None
     out_dir: Path | None = None
@@ -78,33 +80,56 @@ class PeersOptions:
     command: str = ""
 
 
+def split_system(name: str) -> tuple[str, str | None]:
+    """`ours@bfloat16` -> ("ours", "bfloat16"); a plain name runs at `--dtype`.
+
+    >>> split_system("xgrammar@bfloat16"), split_system("ours")
+    (('xgrammar', 'bfloat16'), ('ours', None))
+    """
+    base, _, dtype = name.partition("@")
+    return base, dtype or None
+
+
 def missing_systems(names: Sequence[str]) -> dict[str, str]:
     """{name: why it cannot run here} for the named systems whose package is missing; an
-    unknown name is a ValueError listing the known ones."""
-    unknown = [n for n in names if n not in SYSTEMS]
+    unknown name (or precision) is a ValueError listing the known ones."""
+    unknown = [n for n in names if split_system(n)[0] not in SYSTEMS]
     if unknown:
-        raise ValueError(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}")
-    return {n: f"{PACKAGES[n]} is not installed ({INSTALL_HINTS[n]})" for n in names
-            if importlib.util.find_spec(PACKAGES[n]) is None}
+        raise ValueError(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}"
+                         " (each optionally @float32 or @bfloat16)")
+    bad = [n for n in names if split_system(n)[1] not in (None, *DTYPES)]
+    if bad:
+        raise ValueError(f"unknown precision in {', '.join(bad)}; known: {', '.join(DTYPES)}")
+    return {n: f"{PACKAGES[split_system(n)[0]]} is not installed "
+               f"({INSTALL_HINTS[split_system(n)[0]]})" for n in names
+            if importlib.util.find_spec(PACKAGES[split_system(n)[0]]) is None}
 
 
-def build_systems(names: Sequence[str], loaded: Any, *, num_threads: int) -> list[PeerSystem]:
+def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
+                  num_threads: int) -> list[PeerSystem]:
+    """The named systems, each on the model `load(precision)` returns (one model object per
+    precision, shared by the transformers systems)."""
     systems: list[PeerSystem] = []
-    counter: PassCounter | None = None
+    counters: dict[str | None, PassCounter] = {}
     for name in names:
-        if name == "ours":
+        base, dtype = split_system(name)
+        loaded = load(dtype)
+        system: PeerSystem
+        if base == "ours":
             from stackroute.bench.peers_ours import OursSystem
-            systems.append(OursSystem(loaded))
-        elif name == "xgrammar":
+            system = OursSystem(loaded)
+        elif base == "xgrammar":
             from stackroute.bench.peers_xgrammar import XgrammarSystem
-            systems.append(XgrammarSystem(loaded))
-        elif name == "outlines":
+            system = XgrammarSystem(loaded)
+        elif base == "outlines":
             from stackroute.bench.peers_outlines import OutlinesSystem
-            counter = counter or PassCounter(loaded.model)
-            systems.append(OutlinesSystem(loaded, counter))
-        elif name == "llama.cpp":
+            counter = counters.setdefault(dtype, PassCounter(loaded.model))
+            system = OutlinesSystem(loaded, counter)
+        else:
             from stackroute.bench.peers_llama import LlamaCppSystem
-            systems.append(LlamaCppSystem(loaded, num_threads=num_threads))
+            system = LlamaCppSystem(loaded, num_threads=num_threads)
+        system.name = name
+        systems.append(system)
     return systems
 
 
@@ -118,16 +143,23 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
     skipped = missing_systems(options.systems)
     names = [n for n in options.systems if n not in skipped]
     env = environment()  # read at the start: a long run outlives commits made meanwhile
-    loaded = load_model(resolve_model(options.model), dtype="float32",
-                        num_threads=options.num_threads)
-    renderer = ChatRenderer(loaded.tokenizer)
+    models: dict[str, Any] = {}
+
+    def load(dtype: str | None) -> Any:
+        dtype = dtype or options.dtype
+        if dtype not in models:
+            models[dtype] = load_model(resolve_model(options.model), dtype=dtype,
+                                       num_threads=options.num_threads)
+        return models[dtype]
+
+    renderer = ChatRenderer(load(None).tokenizer)
     requests = request_items(renderer, num_leaves=options.num_leaves,
                              num_requests=options.num_requests, seed=options.seed,
                              max_argument_tokens=options.max_argument_tokens)
     cases = argument_items(renderer, num_queries=options.num_arguments,
                            max_argument_tokens=options.max_argument_tokens)
     items = interleave(requests, cases)
-    systems = build_systems(names, loaded, num_threads=options.num_threads)
+    systems = build_systems(names, load, num_threads=options.num_threads)
     all_calls = [c for item in items for c in item.calls]
     compile_ms = {}
     for system in systems:
@@ -188,6 +220,7 @@ def summarize(records: Sequence[dict[str, Any]], systems: Sequence[str], *,
     return {"command": options.command, "systems": list(systems), "skipped": skipped,
             "num_requests": options.num_requests, "num_arguments": options.num_arguments,
             "num_leaves": options.num_leaves, "num_threads": options.num_threads,
+            "dtype": options.dtype,
             "max_argument_tokens": options.max_argument_tokens,
             "tables": system_rows(records, systems), "ratios": ratios(system_rows(
                 records, systems)), "arguments_by_source": by_source(records, systems),
@@ -212,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, from {', '.join(SYSTEMS)}")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32", choices=DTYPES,
+                        help="precision of the systems named without @PRECISION")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=None, help="model folder or GGUF (default: the "
                         "embedded SmolLM2-135M-Instruct)")
@@ -233,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     options = PeersOptions(num_requests=1 if args.smoke else args.requests,
                            num_arguments=1 if args.smoke else args.arguments,
                            num_leaves=args.leaves, systems=systems, num_threads=args.threads,
+                           dtype=args.dtype,
                            seed=args.seed, model=args.model, out_dir=args.out,
                            max_run_s=args.max_run_s,
                            max_argument_tokens=args.max_argument_tokens,

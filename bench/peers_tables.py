@@ -77,21 +77,28 @@ def by_source(records: Sequence[Record], systems: Sequence[str]) -> dict[str, di
     return dict(out)
 
 
+def is_ours(system: str) -> bool:
+    """Our engine at any precision (`ours`, `ours@bfloat16`)."""
+    return system.partition("@")[0] == OURS
+
+
 def ratios(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """ours / the best (lowest) peer, per table and statistic; below 1 means ours is faster."""
+    """Each of our systems / the best (lowest) peer, per table and statistic; below 1 means
+    ours is faster. Keys are `TABLE_STAT` for `ours`, `SYSTEM TABLE_STAT` for another of ours
+    (`ours@bfloat16 decision_p50`)."""
     out: dict[str, Any] = {}
     for table, rows in tables.items():
-        peers = {s: row for s, row in rows.items() if s != OURS}
-        if OURS not in rows or not peers:
-            continue
-        for stat in ("p50", "p95"):
-            values = {s: row[stat] for s, row in peers.items() if row[stat] is not None}
-            ours = rows[OURS][stat]
-            if not values or ours is None:
-                continue
-            best = min(values, key=lambda s: values[s])
-            out[f"{table}_{stat}"] = {"ratio": ours / values[best], "best_peer": best,
-                                      "ours_ms": ours, "best_peer_ms": values[best]}
+        peers = {s: row for s, row in rows.items() if not is_ours(s)}
+        for mine in (s for s in rows if is_ours(s)):
+            for stat in ("p50", "p95"):
+                values = {s: row[stat] for s, row in peers.items() if row[stat] is not None}
+                ours = rows[mine][stat]
+                if not values or ours is None:
+                    continue
+                best = min(values, key=lambda s: values[s])
+                key = f"{table}_{stat}" if mine == OURS else f"{mine} {table}_{stat}"
+                out[key] = {"ratio": ours / values[best], "best_peer": best, "ours_ms": ours,
+                            "best_peer_ms": values[best]}
     return out
 
 

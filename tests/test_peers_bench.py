@@ -15,6 +15,7 @@ from stackroute.bench.peers_bench import (
     missing_systems,
     run_peers,
 )
+from stackroute.bench.peers_tables import ratios
 from stackroute.bench.peers_workload import CallKind, ModelCall, render_call
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -103,7 +104,7 @@ def test_the_systems_agree_on_a_trivially_clear_menu() -> None:
                                      "seventeen. The answer is banana.")))
     call: ModelCall = render_call(ChatRenderer(loaded.tokenizer), CallKind.DECISION, prompt,
                                   options=("banana", "Tuesday", "seventeen"), gold="banana")
-    systems = build_systems(INSTALLED, loaded, num_threads=2)
+    systems = build_systems(INSTALLED, lambda dtype: loaded, num_threads=2)
     answers = {}
     for system in systems:
         system.prepare([call])
@@ -117,3 +118,17 @@ def test_the_systems_agree_on_a_trivially_clear_menu() -> None:
 def test_an_unknown_system_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown system\(s\) vllm; known: ours, xgrammar"):
         missing_systems(["ours", "vllm"])
+
+
+def test_a_system_runs_at_the_precision_its_name_asks() -> None:
+    with pytest.raises(ValueError, match=r"unknown precision in ours@int4; known: float32"):
+        missing_systems(["ours@int4"])
+    assert "xgrammar@bfloat16" not in missing_systems(["xgrammar@bfloat16"])
+    tables = {"decision": {"ours": {"p50": 4.0, "p95": 8.0},
+                           "ours@bfloat16": {"p50": 2.0, "p95": 4.0},
+                           "xgrammar": {"p50": 5.0, "p95": 9.0},
+                           "xgrammar@bfloat16": {"p50": 2.5, "p95": 5.0}}}
+    found = ratios(tables)
+    assert found["decision_p50"]["best_peer"] == "xgrammar@bfloat16"
+    assert found["decision_p50"]["ratio"] == 4.0 / 2.5
+    assert found["ours@bfloat16 decision_p50"]["ratio"] == 2.0 / 2.5
