@@ -29,7 +29,10 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
+from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
+from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 
 ENV_PREFIX = "STACKROUTE_"
@@ -96,13 +99,17 @@ class ServerSettings(BaseSettings):
     calibration: Path | None = Field(
         None, description="calibration file for the guided policy (stackroute calibrate); "
         "none: the one shipped for the engine's model")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        DEFAULT_DTYPE, description="transformers engine precision: auto is bfloat16 where the "
+        "CPU multiplies it natively (AMX or AVX-512 BF16), else float32")
     max_draft_tokens: int = Field(
-        8, ge=0, description="transformers engine: tokens a greedy generation drafts from its "
-        "prompt per pass (argument values copied from the request); answers never change; "
-        "0 turns drafting off")
+        DEFAULT_MAX_DRAFT_TOKENS, ge=0, description="transformers engine: tokens a greedy "
+        "generation drafts from its prompt per pass (argument values copied from the "
+        "request); answers never change; 0 turns drafting off")
     max_string_chars: int = Field(
-        64, ge=1, description="JSON strings whose schema sets no maxLength (and unbounded "
-        "formats such as email) end after this many characters, so argument generation ends")
+        DEFAULT_MAX_STRING_CHARS, ge=1, description="JSON strings whose schema sets no "
+        "maxLength (and unbounded formats such as email) end after this many characters, so "
+        "argument generation ends")
     log_level: LogLevel = LogLevel.INFO
     # -- sessions and request hardening (server/service, server/http) --------------------
     max_session_workers: int = Field(4, ge=1, description="sessions stepped at the same time")

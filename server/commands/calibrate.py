@@ -12,6 +12,8 @@ from rich.table import Table
 from stackroute.runtime.errors import InputError
 from stackroute.server.commands.common import (
     BaseUrlOpt,
+    DtypeOpt,
+    EngineFlags,
     EngineOpt,
     JsonOpt,
     ModelOpt,
@@ -22,6 +24,7 @@ from stackroute.server.commands.common import (
     make_engine,
     print_json,
 )
+from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 
 QueriesOpt = Annotated[Path, typer.Option(
     "--queries", help="dev queries, one JSON object a line (FORMAT.md): each with the gold "
@@ -42,7 +45,7 @@ def calibrate(
     queries: QueriesOpt, catalog: CatalogOpt = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     out: OutOpt = None, limit: LimitOpt = None, thresholds_only: ThresholdsOnlyOpt = False,
-    as_json: JsonOpt = False,
+    dtype: DtypeOpt = DEFAULT_DTYPE, as_json: JsonOpt = False,
 ) -> None:
     """Measure the guided policy's weights and thresholds for a model on dev queries, and
     write them as a calibration file for `--calibration` (or STACKROUTE_CALIBRATION)."""
@@ -66,7 +69,7 @@ def calibrate(
         check_gold_paths(tree, items, source=str(queries))
         require_embedder()
         limit_threads()
-        made = make_engine(engine, model, base_url)
+        made = make_engine(engine, model, base_url, EngineFlags(dtype=dtype))
         name = made.info.model
         path = out or default_out(name)
         dev = Dataset(catalog.name.split(".")[0] or "dev", tree, items, PromptStyle())

@@ -14,7 +14,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
+from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
+from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 
 E = TypeVar("E", bound=StrEnum)
@@ -35,6 +38,15 @@ CalibrationOpt = Annotated[Path | None, typer.Option(
 NoSpecOpt = Annotated[bool, typer.Option(
     "--no-speculation", help="route step by step even where a drafted path could be "
     "verified in one pass (same as --speculation off)")]
+DtypeOpt = Annotated[str, typer.Option(
+    "--dtype", help="transformers engine precision: auto (bfloat16 where the CPU multiplies it "
+    "natively, AMX or AVX-512 BF16; else float32) | float32 | bfloat16")]
+DraftTokensOpt = Annotated[int, typer.Option(
+    "--max-draft-tokens", min=0, help="transformers engine: tokens an argument generation "
+    "drafts from its prompt per pass (answers never change; 0: off)")]
+StringCharsOpt = Annotated[int, typer.Option(
+    "--max-string-chars", min=1, help="JSON strings whose schema sets no maxLength end after "
+    "this many characters, so argument generation ends")]
 SpecOpt = Annotated[str, typer.Option(
     "--speculation", help="drafts to verify in one pass (plain policy): routes (the route "
     "cache: requests seen before), evidence (leaf embeddings), both, off. Decisions never "
@@ -63,10 +75,39 @@ def limit_threads() -> None:
         torch.set_num_threads(1)
 
 
-def make_engine(engine: str, model: str | None, base_url: str | None) -> Any:
+@dataclass(frozen=True)
+class EngineFlags:
+    """`--dtype`, `--max-draft-tokens` and `--max-string-chars`: the embedded engine's
+    decoding options. Defaults are the settings' (`ServerSettings`), so the CLI and the
+    service run the same configuration."""
+
+    dtype: str = DEFAULT_DTYPE
+    max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS
+    max_string_chars: int = DEFAULT_MAX_STRING_CHARS
+
+    def options_for(self, engine: str) -> dict[str, Any]:
+        """The keyword options `create_engine` gets for `engine`: these for the embedded
+        engine; none for another, where setting one away from its default is an error."""
+        if engine == "transformers":
+            return {"dtype": self.dtype, "max_draft_tokens": self.max_draft_tokens,
+                    "max_string_chars": self.max_string_chars}
+        changed = [flag for flag, value, default in (
+            ("--dtype", self.dtype, DEFAULT_DTYPE),
+            ("--max-draft-tokens", self.max_draft_tokens, DEFAULT_MAX_DRAFT_TOKENS),
+            ("--max-string-chars", self.max_string_chars, DEFAULT_MAX_STRING_CHARS))
+            if value != default]
+        if changed:
+            raise InputError(f"{', '.join(changed)} apply to the transformers engine only; "
+                             f"got --engine {engine}")
+        return {}
+
+
+def make_engine(engine: str, model: str | None, base_url: str | None,
+                flags: EngineFlags | None = None) -> Any:
     from stackroute.server.engines.registry import create_engine
 
-    return create_engine(engine, model=model, base_url=base_url)
+    options = (flags or EngineFlags()).options_for(engine)
+    return create_engine(engine, model=model, base_url=base_url, **options)
 
 
 def load_tree(catalog: Path) -> Any:

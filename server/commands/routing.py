@@ -9,9 +9,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.commands.common import (
     BaseUrlOpt,
     CalibrationOpt,
+    DraftTokensOpt,
+    DtypeOpt,
+    EngineFlags,
     EngineOpt,
     JsonOpt,
     ModelOpt,
@@ -19,18 +23,23 @@ from stackroute.server.commands.common import (
     PolicyOpt,
     RoutingFlags,
     SpecOpt,
+    StringCharsOpt,
     console,
     fail,
     load_tree,
     make_engine,
     print_json,
 )
+from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
+from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
 
 
 def route(
     catalog: Path, query: str,
     node: Annotated[str, typer.Option("--node", help="router path to decide at")] = "",
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
+    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
 ) -> None:
@@ -42,7 +51,8 @@ def route(
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration)
         tree = load_tree(catalog)
-        made = make_engine(engine, model, base_url)
+        made = make_engine(engine, model, base_url, EngineFlags(
+            dtype, max_draft_tokens, max_string_chars))
         options = flags.options_for(made)
         machine = build_machine(tree, made, options=options)
         state = machine.start(query, at=node)
@@ -71,6 +81,8 @@ def run(
     trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
                                                     "(JSONL) here")] = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
+    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
     as_json: JsonOpt = False,
@@ -85,7 +97,8 @@ def run(
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation)
         tree = load_tree(catalog)
-        made = make_engine(engine, model, base_url)
+        made = make_engine(engine, model, base_url, EngineFlags(
+            dtype, max_draft_tokens, max_string_chars))
         options = flags.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
         state = machine.start(query, is_flat=flat)
@@ -126,6 +139,8 @@ def eval_(
     flat: Annotated[bool, typer.Option("--flat")] = False,
     limit: Annotated[int | None, typer.Option("--limit")] = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
+    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
     as_json: JsonOpt = False,
@@ -142,7 +157,8 @@ def eval_(
         items = read_queries(queries, limit=limit)
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation)
-        made = make_engine(engine, model, base_url)
+        made = make_engine(engine, model, base_url, EngineFlags(
+            dtype, max_draft_tokens, max_string_chars))
         options = flags.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
     except StackrouteError as e:

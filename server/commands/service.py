@@ -42,6 +42,15 @@ def serve(
     calibration: CalibrationOpt = None,
     no_speculation: Annotated[bool, typer.Option(
         "--no-speculation", help="route step by step (the speculation setting: off)")] = False,
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="transformers engine precision: auto | float32 | bfloat16 "
+                        "(the dtype setting)")] = None,
+    max_draft_tokens: Annotated[int | None, typer.Option(
+        "--max-draft-tokens", help="transformers engine: tokens drafted from the prompt per "
+                                   "pass, 0: off (the max_draft_tokens setting)")] = None,
+    max_string_chars: Annotated[int | None, typer.Option(
+        "--max-string-chars", help="cap of JSON strings without a maxLength (the "
+                                   "max_string_chars setting)")] = None,
 ) -> None:
     """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
 
@@ -56,7 +65,8 @@ def serve(
             engine=engine, model=model, base_url=base_url, host=host, port=port,
             catalogs=catalog, db=db, api_key=api_key, config=config,
             allow_public_bind=allow_public_bind, log_level=log_level, policy=policy,
-            calibration=calibration, speculation="off" if no_speculation else None)
+            calibration=calibration, speculation="off" if no_speculation else None,
+            dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e

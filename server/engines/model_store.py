@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
+from stackroute.server.engines.cpu_dtype import resolve_dtype
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,6 @@ MANIFEST_FILENAME = "stackroute-manifest.json"
 CONVERTER_VERSION = 1
 _FINGERPRINT_CHUNK_BYTES = 1 << 20
 _HASH_BLOCK_BYTES = 1 << 22
-_DTYPES = ("float32", "bfloat16", "float16")
 # End-of-turn markers of common chat templates; a routing call stops at any of them, not only at
 # the tokenizer's single `eos_token` (ChatML models end a turn with `<|im_end|>`).
 _END_OF_TURN_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "</s>")
@@ -295,11 +295,14 @@ def load_model(
 ) -> LoadedModel:
     """Load a transformers model folder (see `resolve_model`) for CPU inference, offline.
 
+    `dtype` is float32, bfloat16, float16, or auto (`cpu_dtype.resolve_dtype`: bfloat16 on a
+    CPU with native bfloat16 units, else float32); the loaded model's `dtype` is the resolved
+    one.
+
     `num_threads` sets torch's intra-op threads, which is process-wide; by default it is capped
     at the CPUs this process may run on (torch counts the host's cores, not a container's).
     """
-    if dtype not in _DTYPES:
-        raise InputError(f"dtype must be one of {', '.join(_DTYPES)}; got {dtype!r}")
+    dtype = resolve_dtype(dtype)
     model_dir = Path(path).expanduser()
     if not (model_dir / "config.json").is_file():
         raise ModelNotFoundError(

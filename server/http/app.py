@@ -163,7 +163,7 @@ def build_engine(settings: ServerSettings) -> Engine:
     (called with the same options). The embedded engine also gets its decoding settings."""
     options: dict[str, Any] = {}
     if settings.engine == "transformers":
-        options = {"max_draft_tokens": settings.max_draft_tokens,
+        options = {"dtype": settings.dtype, "max_draft_tokens": settings.max_draft_tokens,
                    "max_string_chars": settings.max_string_chars}
     return create_engine(settings.engine, model=settings.model, base_url=settings.base_url,
                          **options)

@@ -134,8 +134,8 @@ def test_the_embedded_engine_gets_its_decoding_settings(monkeypatch: pytest.Monk
     seen: dict[str, Any] = {}
     monkeypatch.setattr(app_module, "create_engine",
                         lambda name, **kwargs: seen.update(name=name, **kwargs))
-    build_engine(ServerSettings(max_draft_tokens=0, max_string_chars=32))
+    build_engine(ServerSettings(max_draft_tokens=0, max_string_chars=32, dtype="bfloat16"))
     assert seen == {"name": "transformers", "model": None, "base_url": None,
-                    "max_draft_tokens": 0, "max_string_chars": 32}
+                    "dtype": "bfloat16", "max_draft_tokens": 0, "max_string_chars": 32}
     with pytest.raises(ValueError, match="max_draft_tokens"):
         ServerSettings(max_draft_tokens=-1)

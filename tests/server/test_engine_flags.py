@@ -1,0 +1,61 @@
+"""The embedded engine's decoding options on the command line and in the settings: `--dtype`,
+`--max-draft-tokens`, `--max-string-chars` (and `auto` precision's choice per CPU)."""
+
+from __future__ import annotations
+
+import pytest
+from stackroute.runtime.errors import InputError
+from stackroute.server.cli import app
+from stackroute.server.commands.common import EngineFlags
+from stackroute.server.engines.cpu_dtype import native_bf16, resolve_dtype
+from stackroute.server.settings import ServerSettings, SettingsError
+from typer.testing import CliRunner
+
+SPR_FLAGS = "processor : 0\nflags : fpu sse2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+
+
+def test_the_embedded_engine_gets_every_flag() -> None:
+    options = EngineFlags(dtype="bfloat16", max_draft_tokens=0, max_string_chars=32)
+    assert options.options_for("transformers") == {
+        "dtype": "bfloat16", "max_draft_tokens": 0, "max_string_chars": 32}
+
+
+def test_a_flag_another_engine_cannot_use_is_an_error_naming_it() -> None:
+    assert EngineFlags().options_for("remote") == {}
+    with pytest.raises(InputError, match=r"--dtype, --max-string-chars apply to the "
+                                         r"transformers engine only; got --engine vllm"):
+        EngineFlags(dtype="bfloat16", max_string_chars=8).options_for("vllm")
+
+
+def test_the_cli_refuses_a_precision_for_a_remote_engine_before_loading_anything(
+        tmp_path: object) -> None:
+    result = CliRunner().invoke(app, ["route", "examples/bank.catalog.json", "Send 5 to Asha",
+                                      "--engine", "remote", "--base-url",
+                                      "http://127.0.0.1:9", "--dtype", "bfloat16"])
+    assert result.exit_code == 2
+    assert "--dtype apply to the transformers engine only" in result.output
+
+
+def test_auto_precision_follows_the_cpu() -> None:
+    assert native_bf16(SPR_FLAGS)
+    assert not native_bf16("flags : fpu sse2 avx2 fma\n")
+    assert not native_bf16("no flags line at all\n")
+    assert resolve_dtype("auto") in ("bfloat16", "float32")
+    with pytest.raises(InputError, match=r"dtype must be one of auto, float32, bfloat16, "
+                                         r"float16; got 'fp8'"):
+        resolve_dtype("fp8")
+
+
+def test_the_settings_take_a_precision_and_refuse_an_unknown_one() -> None:
+    assert ServerSettings(dtype="auto").dtype == "auto"
+    with pytest.raises((SettingsError, ValueError), match="dtype"):
+        ServerSettings(dtype="fp8")  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_auto_loads_the_precision_it_names() -> None:
+    from stackroute.server.engines.model_store import load_model, resolve_model
+
+    loaded = load_model(resolve_model(None), dtype="auto", num_threads=1)
+    assert loaded.dtype == resolve_dtype("auto")
+    assert str(loaded.model.dtype) == f"torch.{loaded.dtype}"
