@@ -8,7 +8,8 @@ the distribution at the trie root and each trie node the distribution of its chi
 greedy choice and every option's probability come from that one pass. The KV of the trie tokens
 is then cropped off and the prompt's KV stored in the prefix cache for the next call
 (`model_runner.py`). A drafted path is verified the same way, one trie per level
-(`verify_path`); generation is `decoding.py`.
+(`verify_path`), and the requests that unwind the stack as a prompt tree (`verify_levels`);
+generation is `decoding.py`.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS, Pr
 from stackroute.server.engines.rendering import ChatRenderer
 from stackroute.server.engines.streaming import TextAssembler
 from stackroute.server.engines.tree_attention import Branch, rows_by_branch
-from stackroute.server.engines.verification import PathLayoutError, PathLevel
+from stackroute.server.engines.verification import MenuLevel, PathLayoutError, PathLevel
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +221,48 @@ class TransformersEngine:
                 choice=choice.choice,
                 probabilities={o: math.exp(lp) for o, lp in choice.option_logprobs.items()},
                 margin=choice.margin, usage=usage))
+        return results
+
+    def verify_levels(self, levels: Sequence[MenuLevel]) -> list[MenuResult]:
+        """Each level's constrained choice under its own prompt, from one forward pass (plus
+        causal prefill chunks of a long uncached head of level 0's prompt): the prompts form a
+        token tree over the cached prefix of level 0's, each level's menu trie hangs off its
+        prompt's last token (`tree_attention.levels_batch`), so level k sees exactly its own
+        prompt. The cache keeps level 0's prompt (the others share only a prefix with it)."""
+        if not levels:
+            raise ValueError("verify_levels needs at least one level")
+        started = time.perf_counter()
+        menus = [self.compiled_menu(level.options) for level in levels]
+        prompts = [self.renderer.prompt_ids(level.prompt) for level in levels]
+        for ids, menu in zip(prompts, menus, strict=True):
+            check_context(len(ids) + max(len(s) for s in menu.sequences),
+                          self.info.max_context_tokens)
+        with self._lock:
+            done = self.runner.run_levels(prompts, menus)
+        self._counters.add(menu_calls=1)
+        results = []
+        level_rows = rows_by_branch(done.logits, [Branch(prompt_len=len(ids), menu=menu)
+                                                  for ids, menu in zip(prompts, menus,
+                                                                       strict=True)])
+        for k, (ids, menu, rows) in enumerate(zip(prompts, menus, level_rows, strict=True)):
+            if not menu.branch_points:  # one option: what `choose` answers without the model
+                single = single_option_result(menu.options[0])
+                choice_name, probabilities, margin = single.choice, single.probabilities, \
+                    single.margin
+            else:
+                choice = menu.decide(lambda node, r=rows: r[node],  # type: ignore[misc]
+                                     option_bias=levels[k].option_bias)
+                choice_name, margin = choice.choice, choice.margin
+                probabilities = {o: math.exp(lp) for o, lp in choice.option_logprobs.items()}
+            usage = Usage(prompt_tokens=len(ids),
+                          generated_tokens=len(menu.sequence(choice_name)))
+            if k == 0:
+                usage = usage + Usage(
+                    model_calls=1, prefill_tokens=done.num_prefilled,
+                    cached_tokens=done.num_cached, forward_passes=done.num_passes,
+                    latency_ms=(time.perf_counter() - started) * 1e3)
+            results.append(MenuResult(choice=choice_name, probabilities=probabilities,
+                                      margin=margin, usage=usage))
         return results
 
     def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,

@@ -9,6 +9,12 @@ that path's verification (`verify_path`). The logits rows that come back are, pe
 the row of its prompt's last token (the distribution at the trie root) then one row per trie
 node (the distribution of its children).
 
+`levels_batch` generalises the causal tail to a *prompt tree*: several prompts that share
+only a prefix (the requests that unwind the stack, `verify_levels`). Each level's tokens past
+what it shares with the cached prefix become trie nodes (levels that continue alike share
+nodes), each sees the cached prefix up to where its prompt leaves it and its own ancestors,
+and each level's menu trie hangs off its last token.
+
 >>> from types import SimpleNamespace
 >>> one_node = SimpleNamespace(num_nodes=1, flat_token_ids=(42,), flat_depth=(1,),
 ...                            ancestor_matrix=lambda: [[True]])
@@ -105,3 +111,90 @@ def rows_by_branch(logits: np.ndarray[Any, Any], branches: Sequence[Branch],
         at += 1 + n
     return out
 
+
+
+def levels_batch(prompts: Sequence[Sequence[int]], past_ids: Sequence[int],
+                 menus: Sequence[TrieLayout]) -> TreeBatch:
+    """The pass's inputs for several prompts after the cached tokens `past_ids` (a prefix of
+    `prompts[0]`, shorter than it), each with its menu's trie hung off its last token.
+
+    A level's tokens after its longest common prefix with `past_ids` (at least its last
+    token, for its logits) are nodes of a token trie, attending the cached prefix up to that
+    point, their trie ancestors and themselves, at the positions they have in their own
+    prompt. Level 0's nodes come first, so the KV after the pass, cropped by
+    `num_tree_tokens`, is exactly `prompts[0]`'s (the only one that is a real prompt prefix).
+
+    >>> from types import SimpleNamespace
+    >>> leaf = SimpleNamespace(num_nodes=1, flat_token_ids=(42,), flat_depth=(1,),
+    ...                        ancestor_matrix=lambda: [[True]])
+    >>> b = levels_batch([[1, 2, 3, 4], [1, 2, 5]], [1, 2, 3], [leaf, leaf])
+    >>> b.token_ids, b.position_ids.tolist(), b.keep_rows, b.num_tree_tokens
+    ([4, 5, 42, 42], [[3, 2, 4, 3]], [0, 2, 1, 3], 3)
+    >>> b.mask.int()[0, 0].tolist()  # [q, past + q]: 3 cached, 2 prompt nodes, 2 trie nodes
+    [[1, 1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 1, 0, 0], [1, 1, 1, 1, 0, 1, 0], [1, 1, 0, 0, 1, 0, 1]]
+    """
+    import torch
+
+    if len(prompts) != len(menus) or not prompts:
+        raise ValueError("one menu per level, at least one level")  # our bug
+    past = len(past_ids)
+    if not past < len(prompts[0]) or list(prompts[0][:past]) != list(past_ids):
+        raise ValueError("the cached tokens must be a proper prefix of level 0's prompt")
+    tokens: list[int] = []
+    positions: list[int] = []
+    parents: list[int] = []  # node index, or -1: attached to the cached prefix
+    attach: list[int] = []  # cached tokens a node's branch sees
+    children: dict[tuple[int, int, int], int] = {}  # (attach, parent, token) -> node
+    ends: list[int] = []  # each level's last node
+    for ids in prompts:
+        at = min(_common_prefix(ids, past_ids), len(ids) - 1)
+        node = -1
+        for pos in range(at, len(ids)):
+            key = (at, node, int(ids[pos]))
+            found = children.get(key)
+            if found is None:
+                found = len(tokens)
+                children[key] = found
+                tokens.append(int(ids[pos]))
+                positions.append(pos)
+                parents.append(node)
+                attach.append(at)
+            node = found
+        ends.append(node)
+    n_prompt = len(tokens)
+    ancestors = np.zeros((n_prompt, n_prompt), dtype=np.bool_)
+    for i, parent in enumerate(parents):  # a parent always precedes its children
+        if parent >= 0:
+            ancestors[i] = ancestors[parent]
+        ancestors[i, i] = True
+    n_tree = sum(m.num_nodes for m in menus)
+    q = n_prompt + n_tree
+    mask = torch.zeros((1, 1, q, past + q), dtype=torch.bool)
+    for i in range(n_prompt):
+        mask[0, 0, i, :attach[i]] = True
+    mask[0, 0, :n_prompt, past:past + n_prompt] = torch.from_numpy(ancestors)
+    keep: list[int] = []
+    offset = n_prompt
+    for ids, menu, end in zip(prompts, menus, ends, strict=True):
+        n = menu.num_nodes
+        mask[0, 0, offset:offset + n, :attach[end]] = True
+        mask[0, 0, offset:offset + n, past:past + n_prompt] = torch.from_numpy(
+            ancestors[end])
+        mask[0, 0, offset:offset + n, past + offset:past + offset + n] = torch.from_numpy(
+            np.array(menu.ancestor_matrix(), dtype=np.bool_))
+        tokens.extend(menu.flat_token_ids)
+        positions.extend(len(ids) + d - 1 for d in menu.flat_depth)
+        keep.append(end)
+        keep.extend(range(offset, offset + n))
+        offset += n
+    kept_prompt = len(prompts[0]) - past  # level 0's nodes: 0 .. kept_prompt - 1
+    return TreeBatch(token_ids=tokens, mask=mask, position_ids=torch.tensor([positions]),
+                     keep_rows=keep, num_tree_tokens=q - kept_prompt)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n

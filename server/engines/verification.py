@@ -11,6 +11,12 @@ The transformers engine implements it natively (tree attention over every level'
 trie). vLLM and the remote engine do not: vLLM scores prompt positions only through prompt
 logprobs, which bypass its prefix cache and cannot apply a menu constraint per level, so
 those engines route step by step (`docs/architecture.md`, speculative routing).
+
+Level verification (`LevelVerifier`) is the same for prompts that are *not* nested: the
+requests that unwind the stack after a leaf call (each DONE drops the child's turns and
+appends its summary to the parent), which share only the header and the ancestors' turns.
+The transformers engine runs them as a prompt tree in one pass (`tree_attention.levels_batch`);
+vLLM and the remote engine do not implement it, for the reason above, and unwind step by step.
 """
 
 from __future__ import annotations
@@ -47,4 +53,23 @@ class PathVerifier(Protocol):
     def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
         """Every level's constrained choice under its drafted context, in order. The first
         result carries the pass's cost; later ones only their own prompt and answer tokens."""
+        ...
+
+
+@dataclass(frozen=True)
+class MenuLevel:
+    """One routing call of several computed together: its prompt, its menu, and the additive
+    log-space bias step-by-step routing would put on its options (none: plain)."""
+
+    prompt: PromptInput
+    options: tuple[str, ...]
+    option_bias: Mapping[str, float] | None = None
+
+
+@runtime_checkable
+class LevelVerifier(Protocol):
+    def verify_levels(self, levels: Sequence[MenuLevel]) -> list[MenuResult]:
+        """Each level's constrained choice under its own prompt, all from one pass where the
+        engine can; the prompts need only share a prefix. The first result carries the
+        pass's cost; later ones only their own prompt and answer tokens."""
         ...
