@@ -45,6 +45,7 @@ class RouterOptions:
     calibration: str | None = None
     speculation: DraftSource = DraftSource.OFF
     max_argument_tokens: int = DEFAULT_MAX_ARGUMENT_TOKENS
+    unwinding: bool = True
 
     @property
     def policy(self) -> Policy:

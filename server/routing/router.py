@@ -4,8 +4,9 @@ Plain routing (the paper's hierarchy) is one constrained choice per menu. With
 `RouterOptions.recovery` set, each menu goes through `recovery.py` instead: the evidence prior,
 the neutral contrast, backtracking, the beam and the fallback, each switchable, all recorded
 in `Decision.detail`. With `RouterOptions.speculation` set, plain routing verifies drafted
-paths in one pass where the engine can (`speculation.py`); decisions stay those of plain
-routing.
+paths in one pass where the engine can (`speculation.py`); with `RouterOptions.unwinding`
+(plain policy), the DONE answers that pop the stack after a leaf call are computed in one pass
+(`unwinding.py`). Either way decisions stay those of plain routing.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from stackroute.server.engines.base import (
     Generation,
     SamplingOptions,
 )
-from stackroute.server.engines.verification import PathVerifier
+from stackroute.server.engines.verification import LevelVerifier, PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.menu_scoring import MenuScorer
@@ -42,6 +43,7 @@ from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
 from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
 from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
+from stackroute.server.routing.unwinding import Unwinder
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,9 @@ class EngineRouter:
         self.speculator = speculator  # plain policy: drafts verified, decisions handed out
         self.prefetcher = prefetcher  # guided policy: drafts verified into the scorer's memo
         recovery = self.options.recovery
+        # Plain policy: the DONE answers that unwind the stack, computed in one pass.
+        self.unwinder = Unwinder(engine) if self.options.unwinding and recovery is None \
+            and isinstance(engine, LevelVerifier) else None
         if recovery is not None:
             if recovery.needs_evidence and evidence is None:
                 raise ValueError("these recovery options need leaf evidence; pass an "
@@ -124,6 +129,11 @@ class EngineRouter:
     def _menu_step(self, request: RoutingRequest) -> MenuStep:
         if self.policy is not None:
             return self.policy.decide(request)
+        if self.unwinder is not None:
+            return self.unwinder.step(request, self._descending_step)
+        return self._descending_step(request)
+
+    def _descending_step(self, request: RoutingRequest) -> MenuStep:
         if self.speculator is not None:
             return self.speculator.step(request, self._plain_step)
         return self._plain_step(request)

@@ -1,0 +1,133 @@
+"""Unwinding in one pass: after a leaf call, the DONE answers that pop the stack are computed
+together, and only the decisions step-by-step routing would make are kept.
+
+When a frame below the root offers DONE (it has produced something: a leaf call ran in it
+or under it), the machine can say which request it makes if that DONE comes, and the one
+after that, up to the root (`RoutingRequest.after_done`, `runtime/speculation.py`). The
+engine computes every level's constrained choice in one pass over that prompt tree
+(`LevelVerifier`). The decisions kept are exactly those of greedy step-by-step routing:
+level 0 always (its context is the real one), and level k + 1 only while levels 0..k all
+chose DONE; the first level that chose something else is itself a correct decision (like
+the bonus token of speculative decoding). A level whose closest call (`margin`) is under
+`min_margin` is not trusted, since one long pass and several short ones can round
+differently; routing goes step by step from there.
+
+Kept decisions wait, per run, for the routing calls the machine makes next; each is handed
+out only if the machine asks exactly the predicted request (`matches`), so anything the
+prediction did not model costs the pass only. Each decision's `detail["unwinding"]`
+records its level, the levels computed and whether it chose DONE; the first level's usage
+counts the levels computed (`speculated_levels`) and the DONE answers kept
+(`accepted_levels`).
+
+Plain policy only: the guided policy decides a menu through `RecoveryPolicy` (the finish
+rule answers DONE with no model call, backtracking and the beam may make several calls),
+so one precomputed choice per level is not its decision; it routes step by step.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.speculation import matches, unwinding_requests
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
+from stackroute.server.engines.verification import LevelVerifier, MenuLevel
+from stackroute.server.routing.recovery import MenuStep
+from stackroute.server.routing.speculator import DEFAULT_MIN_MARGIN, MAX_RUNS_WAITING
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LEVELS = 8
+DONE = CompletionState.DONE.value
+
+
+@dataclass
+class _Waiting:
+    request: RoutingRequest
+    step: MenuStep
+
+
+class Unwinder:
+    """Computes the unwinding DONE decisions of one router in one pass and hands them out."""
+
+    def __init__(self, engine: Engine, *, min_margin: float = DEFAULT_MIN_MARGIN,
+                 max_levels: int = DEFAULT_MAX_LEVELS) -> None:
+        if max_levels < 2:
+            raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
+        self.verifier = engine if isinstance(engine, LevelVerifier) else None
+        self.min_margin = min_margin
+        self.max_levels = max_levels
+        self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def step(self, request: RoutingRequest,
+             step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
+        waiting = self._take(request)
+        if waiting is not None:
+            return waiting
+        verifier = self.verifier
+        if verifier is None or request.depth < 1 or DONE not in request.menu:
+            return step_by_step(request)
+        requests = unwinding_requests(request, max_levels=self.max_levels)
+        if len(requests) < 2:
+            return step_by_step(request)
+        try:
+            results = verifier.verify_levels(
+                [MenuLevel(r.prompt, r.menu.options) for r in requests])
+        except (ValueError, ContextOverflowError) as e:
+            # A level past the context, or a menu that does not compile: step-by-step
+            # routing may never ask it, so the prediction must not fail the run.
+            log.debug("unwinding from %s not computable: %s", request.node.path_str, e)
+            return step_by_step(request)
+        kept = self._kept(results)
+        if not kept:  # even level 0 was too close to call from the long pass
+            fallback = step_by_step(request)
+            return replace(fallback, usage=results[0].usage + fallback.usage, detail={
+                **fallback.detail, "unwinding": {"levels": len(requests), "accepted": 0,
+                                                 "fallback": "margin"}})
+        accepted = sum(r.choice == DONE for r in kept)
+        steps = []
+        for k, result in enumerate(kept):
+            usage = result.usage
+            if k == 0:
+                usage = usage + Usage(speculated_levels=len(requests), accepted_levels=accepted)
+            steps.append(MenuStep(result.choice, result.probabilities, result.margin, usage, {
+                "margin": result.margin, "unwinding": {
+                    "level": k, "levels": len(requests), "accepted": result.choice == DONE}}))
+        with self._lock:
+            self._waiting.pop(request.run_id, None)
+            if len(steps) > 1:
+                self._waiting[request.run_id] = deque(
+                    _Waiting(r, s) for r, s in zip(requests[1:], steps[1:], strict=False))
+                while len(self._waiting) > MAX_RUNS_WAITING:
+                    self._waiting.popitem(last=False)
+        return steps[0]
+
+    def _kept(self, results: Sequence[MenuResult]) -> list[MenuResult]:
+        kept: list[MenuResult] = []
+        for result in results:
+            if result.margin < self.min_margin:
+                break
+            kept.append(result)
+            if result.choice != DONE:
+                break
+        return kept
+
+    def _take(self, request: RoutingRequest) -> MenuStep | None:
+        with self._lock:
+            queue = self._waiting.get(request.run_id)
+            if not queue:
+                return None
+            head = queue.popleft()
+            if not queue:
+                del self._waiting[request.run_id]
+            if not matches(head.request, request):
+                self._waiting.pop(request.run_id, None)
+                return None
+            return head.step
