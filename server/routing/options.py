@@ -39,7 +39,9 @@ class RouterOptions:
     """`recovery` None routes with the model alone (the plain policy); set, it is the guided
     policy with the mechanisms a calibration turned on (`calibration` names where they came
     from, for the trace). `speculation` verifies drafted paths in one pass; decisions never
-    change (plain: `speculator.py`; guided: `path_prefetch.py`)."""
+    change (plain: `speculator.py`; guided: `path_prefetch.py`). `unwinding` computes the DONE
+    answers that pop the stack after a leaf call in one pass where the engine can (plain
+    policy only; `unwinding.py`); decisions never change."""
 
     recovery: RecoveryOptions | None = None
     calibration: str | None = None
