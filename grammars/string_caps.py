@@ -2,16 +2,21 @@
 
 A schema string without `maxLength` lets a small model write until the token cap: the answer is
 cut off mid-string and fails its schema. `cap_string_lengths` returns a copy of the schema in
-which every plain string without a `maxLength` gets `max_chars` (strings with an `enum`, a
-`const` or a `pattern` are already bounded or shaped by the author, and are left alone). The
-caller's schema is never changed.
+which every plain string without a `maxLength` gets `max_chars` (strings with an `enum` or a
+`const` are bounded by the author, and are left alone). The caller's schema is never changed,
+and the answer is validated against it, not against the copy (`runtime/machine.py`).
 
 A `format` needs more: xgrammar ignores `maxLength` beside one, and an e-mail address, a URI or
 a host name has no length of its own, so a small model can fill the token cap inside one
 (measured: a request's `requested_by` e-mail field ran for minutes). Formats of a fixed shape
 (dates, times, UUIDs, IP addresses) are left alone; an e-mail address becomes a bounded
-pattern of the same shape; any other format becomes a capped plain string (the answer is still
-validated against the caller's own schema afterwards).
+pattern of the same shape; any other format becomes a capped plain string.
+
+A `pattern` needs the same: xgrammar (0.2.8 and 0.2.9, measured) ignores `maxLength` and
+`minLength` beside one, so `[a-z ]*` or `\\w+@\\w+` had no bound. An unbounded pattern is
+rewritten by `regex_bounds.bound_pattern` to bounded counts that lose no match of at most the
+author's `maxLength` (else `max_chars`) characters; one it cannot rewrite safely (nested
+unbounded quantifiers, lookarounds, backreferences) is left as it is, with a logged warning.
 
 The default cap (`DEFAULT_MAX_STRING_CHARS`, 64 characters) is sized for what tool arguments
 hold: identifiers, names, e-mail addresses, amounts, dates, short phrases; 64 characters take
@@ -22,6 +27,8 @@ Longer free text (a message body) needs the schema's own `maxLength`.
 {'type': 'object', 'properties': {'name': {'type': 'string', 'maxLength': 64}}}
 >>> cap_string_lengths({"type": "string", "maxLength": 500}, 64)
 {'type': 'string', 'maxLength': 500}
+>>> cap_string_lengths({"type": "string", "pattern": "^[a-z]+$"}, 64)
+{'type': 'string', 'pattern': '^[a-z]{1,64}$'}
 >>> has_string_at_cap({"name": "A" * 64, "tags": ["x"]}, 64)
 True
 """
@@ -29,8 +36,13 @@ True
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping
 from typing import Any
+
+from stackroute.grammars.regex_bounds import UnboundablePattern, bound_pattern
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_STRING_CHARS = 64
 
@@ -68,6 +80,9 @@ def _cap(node: Any, max_chars: int) -> None:
         elif fmt not in BOUNDED_FORMATS:
             del node["format"]
             node["maxLength"] = limit
+    elif is_string and isinstance(node.get("pattern"), str) and not (
+            "enum" in node or "const" in node):
+        _bound_pattern(node, node.get("maxLength", max_chars))
     elif is_string and not any(key in node for key in _SHAPED_KEYS):
         node["maxLength"] = max_chars
     for key in _SUBSCHEMA_KEYS:
@@ -80,6 +95,16 @@ def _cap(node: Any, max_chars: int) -> None:
         if isinstance(children, dict):
             for child in children.values():
                 _cap(child, max_chars)
+
+
+def _bound_pattern(node: dict[str, Any], limit: int) -> None:
+    """The node's pattern with bounded counts for values of at most `limit` characters; an
+    author's `maxLength` stays beside it (xgrammar ignores it, validation does not)."""
+    try:
+        node["pattern"] = bound_pattern(node["pattern"], limit).pattern
+    except UnboundablePattern as e:
+        logger.warning("string pattern %r keeps no length bound (generation may run to the "
+                       "token cap): %s", node["pattern"], e)
 
 
 def email_pattern(max_chars: int) -> str:
