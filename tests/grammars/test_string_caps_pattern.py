@@ -290,3 +290,21 @@ def test_rewritten_patterns_compile_in_xgrammar(
     unicode = cap_string_lengths({"type": "string", "pattern": "é+"}, 5)
     assert accepts(smollm2_grammar_info, smollm2_tokenizer, unicode, '"ééééé"')
     assert accepted_chars(smollm2_grammar_info, smollm2_tokenizer, unicode, '"', "é") == 5
+
+
+@pytest.mark.model
+def test_the_embedded_model_stops_inside_an_unbounded_pattern(engine: Any) -> None:
+    # Tier (c): with the real model, a repetitive prompt filled the string to the token cap
+    # before (measured: 120 of 120 tokens, finish "length"); now the string ends at the cap.
+    from stackroute.server.engines.base import Constraint, SamplingOptions
+
+    schema = {"type": "object", "properties": {"note": {"type": "string",
+                                                        "pattern": "[a-z ]*"}},
+              "required": ["note"]}
+    prompt = "Sing: " + "la " * 40 + "la. Answer as JSON: "
+    generation = engine.generate(prompt, constraint=Constraint.json(schema),
+                                 sampling=SamplingOptions(max_tokens=384))
+    assert generation.finish_reason == "stop"
+    note = json.loads(generation.text)["note"]
+    assert re.fullmatch("[a-z ]*", note) and len(note) <= engine.max_string_chars
+    assert generation.usage.generated_tokens < 60
