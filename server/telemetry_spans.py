@@ -15,14 +15,19 @@ they are saved and builds spans with the events' own timestamps:
   `choice`, `choice_probability`, `cached_tokens`, `prefill_tokens`,
   `speculation.accepted_levels`, `policy`;
 - argument generation `chat MODEL` (the tail of a ROUTE to a leaf, its
-  `arguments_latency_ms`): `stackroute.call=arguments`, `gen_ai.tool.name`, finish reason;
+  `arguments_latency_ms`): `stackroute.call=arguments`, `gen_ai.tool.name`, finish reason,
+  forward passes, and its own `gen_ai.usage.*`, cached, prefill and model-call counts where
+  the router records its usage (`detail["arguments_usage"]`);
 - leaf call `execute_tool LEAF` (LEAF_PENDING or its approval … LEAF_RESULT):
   `gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and an
   error status when the leaf failed.
 
 Gates, alerts, missteps and limits are span events on their frame. A routing call's usage
-covers its argument generation too (one `Decision`), so the token counts sit on the routing
-span. A run resumed by another process starts a new session span there
+covers its argument generation too (one `Decision`); where the argument generation's own
+usage is recorded, it is split off onto that span, else every token sits on the routing span.
+A session step's engine calls forward the trace context of its frame's span
+(`SessionTracing.traceparent`), so a remote engine's server spans join the run's trace. A run
+resumed by another process starts a new session span there
 (`stackroute.resumed=true`) under the same conversation id.
 """
 
@@ -35,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stackroute.runtime.trace import EventKind, TraceEvent
-from stackroute.server.telemetry import Telemetry, context_from_traceparent
+from stackroute.server.telemetry import Telemetry, context_from_traceparent, traceparent_of
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +88,7 @@ class RunSpans:
     def _add(self, e: TraceEvent) -> None:
         from opentelemetry import trace
 
-        if self.session is None:
-            self._start_session(e)
+        session = self.session if self.session is not None else self._start_session(e)
         if e.kind in (EventKind.START, EventKind.PUSH):
             self._frame(e.frame_id, e, parent_id=e.parent_id)
         elif e.kind is EventKind.ROUTE:
@@ -101,7 +105,7 @@ class RunSpans:
         if e.kind in _SPAN_EVENTS:
             if e.kind is EventKind.GATE_APPROVE:
                 self.tool_starts[str(e.detail.get("call_id"))] = e.time_unix
-            target = self.frames.get(e.frame_id or 0, self.session)
+            target = self.frames.get(e.frame_id or 0, session)
             attributes = {"stackroute.node_path": e.path}
             if e.error:
                 attributes["stackroute.error"] = e.error
@@ -109,10 +113,10 @@ class RunSpans:
         if e.kind in _ENDS:
             outcome = str(e.detail.get("status", e.kind.value))
             if e.kind is EventKind.CANCEL:
-                self.session.set_status(trace.Status(trace.StatusCode.ERROR, "cancelled"))
+                session.set_status(trace.Status(trace.StatusCode.ERROR, "cancelled"))
             self.close(e.time_unix, outcome)
 
-    def _start_session(self, e: TraceEvent) -> None:
+    def _start_session(self, e: TraceEvent) -> Any:
         self.session = self.tracer.start_span(
             "invoke_agent stackroute", context=self.parent, start_time=_ns(e.time_unix),
             attributes={"gen_ai.operation.name": "invoke_agent",
@@ -121,6 +125,7 @@ class RunSpans:
                         "gen_ai.request.model": self.model,
                         "gen_ai.system": self.system, "gen_ai.provider.name": self.system,
                         "stackroute.resumed": e.kind is not EventKind.START})
+        return self.session
 
     def _end_session(self, end_s: float, *, outcome: str | None) -> None:
         if self.session is None:
@@ -180,11 +185,18 @@ class RunSpans:
 
 
 
+ARGUMENTS_USAGE_KEY = "arguments_usage"  # a ROUTE detail: the argument generation's Usage
+
+
 def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
                        parent: Any = None) -> dict[str, int]:
     """A ROUTE event as its routing call span (and, for a leaf, the argument generation
     span after it), under `parent` (None: the current context, e.g. `/v1/route`'s request
-    span). Returns its tokens: {"input", "output", "cached"}."""
+    span). Returns its tokens, both calls together: {"input", "output", "cached"}.
+
+    The event's usage covers both calls (one `Decision`); where the router records the
+    argument generation's own usage (`detail["arguments_usage"]`), that span carries those
+    tokens and the routing span the rest, else the routing span carries them all."""
     usage: Mapping[str, Any] = e.usage or {}
     detail = e.detail
     end_s = e.time_unix
@@ -195,37 +207,54 @@ def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
     tokens = {"input": int(usage.get("prompt_tokens") or 0),
               "output": int(usage.get("generated_tokens") or 0),
               "cached": int(usage.get("cached_tokens") or 0)}
+    recorded = detail.get(ARGUMENTS_USAGE_KEY)
+    arguments_usage: Mapping[str, Any] = recorded \
+        if e.arguments is not None and isinstance(recorded, Mapping) else {}
     model_attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                         "gen_ai.system": system, "gen_ai.provider.name": system}
+    if "policy" in detail:
+        model_attributes["stackroute.policy"] = str(detail["policy"])
     attributes = {**model_attributes, "stackroute.call": "routing",
                   "stackroute.node_path": e.path,
                   "stackroute.menu_size": len(e.menu or ()),
                   "stackroute.choice": e.decision or "",
-                  "gen_ai.usage.input_tokens": tokens["input"],
-                  "gen_ai.usage.output_tokens": tokens["output"],
-                  "stackroute.cached_tokens": tokens["cached"],
-                  "stackroute.prefill_tokens": int(usage.get("prefill_tokens") or 0),
-                  "stackroute.model_calls": int(usage.get("model_calls") or 0),
+                  **_usage_attributes(usage, minus=arguments_usage),
                   "stackroute.speculation.accepted_levels":
                       int(usage.get("accepted_levels") or 0)}
-    if e.decision in probabilities:
+    if e.decision is not None and e.decision in probabilities:
         attributes["stackroute.choice_probability"] = float(probabilities[e.decision])
-    if "policy" in detail:
-        attributes["stackroute.policy"] = str(detail["policy"])
     span = tracer.start_span(f"chat {model}", context=parent,
                              start_time=_ns(end_s - total_s), attributes=attributes)
     span.end(end_time=_ns(end_s - arguments_s))
     if e.arguments is not None:
-        arguments = tracer.start_span(
-            f"chat {model}", context=parent, start_time=_ns(end_s - arguments_s),
-            attributes={**model_attributes, "stackroute.call": "arguments",
-                        "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or "",
-                        "gen_ai.response.finish_reasons":
-                            [str(detail.get("arguments_finish_reason", ""))],
-                        "stackroute.forward_passes":
-                            int(detail.get("arguments_forward_passes") or 0)})
+        attributes = {**model_attributes, "stackroute.call": "arguments",
+                      "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or "",
+                      "gen_ai.response.finish_reasons":
+                          [str(detail.get("arguments_finish_reason", ""))],
+                      "stackroute.forward_passes":
+                          int(detail.get("arguments_forward_passes") or 0)}
+        if arguments_usage:
+            attributes |= _usage_attributes(arguments_usage)
+        if "arguments_fallback" in detail:
+            attributes["stackroute.arguments_fallback"] = str(detail["arguments_fallback"])
+        arguments = tracer.start_span(f"chat {model}", context=parent,
+                                      start_time=_ns(end_s - arguments_s),
+                                      attributes=attributes)
         arguments.end(end_time=_ns(end_s))
     return tokens
+
+
+def _usage_attributes(usage: Mapping[str, Any],
+                      minus: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """A call's token counts as span attributes (`usage` less `minus`, a part of it)."""
+    def count(key: str) -> int:
+        return max(0, int(usage.get(key) or 0) - int((minus or {}).get(key) or 0))
+
+    return {"gen_ai.usage.input_tokens": count("prompt_tokens"),
+            "gen_ai.usage.output_tokens": count("generated_tokens"),
+            "stackroute.cached_tokens": count("cached_tokens"),
+            "stackroute.prefill_tokens": count("prefill_tokens"),
+            "stackroute.model_calls": count("model_calls")}
 
 
 class SessionTracing:
@@ -258,6 +287,20 @@ class SessionTracing:
                 spans.is_ended = True
             if spans.is_ended:
                 del self._runs[run_id]
+
+    def traceparent(self, run_id: str, frame_id: int | None) -> str | None:
+        """The `traceparent` naming the open span of the run's frame `frame_id` (else its
+        session span), or None when this process has no open span of the run. A session
+        step runs in a worker thread, outside any request, and its own spans are built from
+        its events after it returns; so its engine calls forward the span of the frame it
+        runs in, and a remote engine's server spans join the run's trace there."""
+        with self._lock:
+            spans = self._runs.get(run_id)
+            if spans is None or spans.is_ended:
+                return None
+            span = spans.frames.get(frame_id or 0) if frame_id is not None else None
+            span = span if span is not None else spans.session
+            return None if span is None else traceparent_of(span)
 
     def close(self, end_s: float) -> None:
         with self._lock:

@@ -2,7 +2,9 @@
 `traceparent` header), without knowing anything of OpenTelemetry.
 
 The HTTP layer sets `TRACEPARENT` for the duration of a request (`http/middleware.py`); it is a
-context variable, so it follows the request into the worker thread that runs the engine call.
+context variable, so it follows the request into the worker thread that runs the engine call
+(anyio copies the context). A session's worker thread starts with no context at all, so
+`service/sessions.py` sets it around each step, to the span of the frame the step runs in.
 Nothing set: no header.
 
 >>> token = TRACEPARENT.set("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")

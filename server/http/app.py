@@ -94,6 +94,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
             traces.tracer, model=served.info.model, system=served.info.engine)
         if tracing is not None:  # each saved transition becomes spans
             services.sessions.on_saved = tracing.on_saved
+            services.sessions.step_traceparent = tracing.traceparent  # for a remote engine
         metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,

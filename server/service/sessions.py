@@ -38,6 +38,7 @@ from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Engine
+from stackroute.server.engines.trace_context import TRACEPARENT
 from stackroute.server.routing.pool import RouterPool
 from stackroute.server.routing.router import build_machine
 from stackroute.server.service.catalog_registry import CatalogRegistry, UnknownCatalogError
@@ -75,6 +76,9 @@ RETRYABLE = (sqlite3.OperationalError, StoreBusyError)  # the store is busy or a
 RoutingObserver = Callable[[str, Usage], None]  # (routing_outcome, usage) of each routing call
 # (session id, its newly saved trace events): telemetry_spans.SessionTracing.on_saved
 SavedObserver = Callable[[str, Sequence[TraceEvent]], None]
+# (session id, the id of the frame a step runs in) -> the W3C traceparent its engine calls
+# forward, or None: telemetry_spans.SessionTracing.traceparent
+StepTraceparent = Callable[[str, int | None], str | None]
 
 
 class AutoApproveForbiddenError(InputError):
@@ -117,6 +121,7 @@ class SessionService:
         self.routers = routers  # None: plain routing, a router per session
         self.on_routing_call = on_routing_call
         self.on_saved: SavedObserver | None = None  # set by the app when telemetry is on
+        self.step_traceparent: StepTraceparent | None = None  # likewise
         self.catalogs = catalogs
         self.options = options or SessionOptions()
         handlers = handlers or HandlerTable(
@@ -371,6 +376,9 @@ class SessionService:
     def _step(self, live: _Live) -> None:
         state = live.state
         num_events = len(state.trace)
+        # This worker thread runs outside any request, so no trace context reached it: set
+        # the one the step's engine calls forward (a remote engine's traceparent header).
+        token = TRACEPARENT.set(self._traceparent(state))
         try:
             if state.pending is None:  # the next step is a routing call: the same limits
                 check_prompt_limits(self.engine, live.machine, state, self._prompt_limits)
@@ -382,11 +390,20 @@ class SessionService:
         except Exception as e:  # an engine failure or our bug: the session ends, recorded
             log.exception("session %s failed at step %d", state.run_id, state.num_steps)
             fail_run(state, f"{type(e).__name__}: {e}")
+        finally:
+            TRACEPARENT.reset(token)
         if self.on_routing_call is not None:
             for event in state.trace[num_events:]:
                 if event.kind is EventKind.ROUTE:
                     self.on_routing_call(routing_outcome(live.machine.tree, event),
                                          Usage.from_dict(dict(event.usage or {})))
+
+    def _traceparent(self, state: RunState) -> str | None:
+        """The trace context of the frame the next step runs in, when telemetry is on."""
+        if self.step_traceparent is None:
+            return None
+        return self.step_traceparent(state.run_id,
+                                     state.top().frame_id if state.stack else None)
 
     def _persist(self, live: _Live, *, is_kept_on_failure: bool = False) -> None:
         """Save the state and its new events. When the save fails, a worker's transition is

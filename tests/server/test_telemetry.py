@@ -22,9 +22,21 @@ from live_server import serve
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from routing_app_kit import make_settings
 from session_kit import BANK_CATALOG, PlanEngine
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import (
+    Constraint,
+    ConstraintKind,
+    Generation,
+    PromptInput,
+    SamplingOptions,
+)
+from stackroute.server.engines.common import generation_from_choice
 from stackroute.server.engines.remote_engine import RemoteEngine
 from stackroute.server.http.app import create_app
 from stackroute.server.telemetry import Telemetry, otlp_traces_url
+from stackroute.server.telemetry_spans import routing_call_spans
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 CALLER_SPAN = "b7ad6b7169203331"
@@ -177,6 +189,60 @@ def test_the_remote_engine_forwards_the_trace_context(tmp_path: Path) -> None:
             [x for x in s if x.name == "POST /v1/chat/completions"]) == 6)
             if s.name == "POST /v1/chat/completions"][4:]
         assert [f"{s.parent.span_id:016x}" for s in later] == [CALLER_SPAN] * 2  # unchanged
+
+
+class UpstreamPlanEngine(PlanEngine):
+    """The plan behind HTTP: a choice-constrained generation is the plan's choice with every
+    option's log-probability, as the remote engine asks for a menu decision."""
+
+    def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
+                 sampling: SamplingOptions | None = None) -> Generation:
+        if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
+            return generation_from_choice(self.choose(prompt, constraint.choices))
+        if not isinstance(prompt, Prompt) or len(prompt.messages) < 2:  # a warm-up
+            return Generation(text="{}", finish_reason="stop", usage=Usage(
+                model_calls=1, prompt_tokens=self.count_tokens(prompt), generated_tokens=1))
+        return super().generate(prompt, constraint=constraint, sampling=sampling)
+
+
+def test_session_steps_on_a_remote_engine_forward_the_trace_context(tmp_path: Path) -> None:
+    """Front server (a session on a remote engine) → upstream stackroute server: the routing
+    calls and the argument generation a session step makes in its worker thread reach the
+    upstream under the span of the frame the step runs in, in the caller's trace."""
+    upstream_spans, front_spans = InMemorySpanExporter(), InMemorySpanExporter()
+    upstream_app = create_app(make_settings(tmp_path / "up"),
+                              engine=UpstreamPlanEngine(BALANCE_PLAN),
+                              telemetry=Telemetry.with_exporter(upstream_spans))
+    with serve(upstream_app) as upstream, RemoteEngine(base_url=upstream) as remote:
+        front_app = create_app(make_settings(tmp_path / "front"), engine=remote,
+                               telemetry=Telemetry.with_exporter(front_spans))
+        with serve(front_app) as front:
+            run_session(front, headers={"traceparent": TRACEPARENT})
+        fronts = spans_when(front_spans, lambda s: any(
+            x.name == "invoke_agent stackroute" for x in s))
+        frames = {s.attributes["stackroute.node_path"]: s for s in fronts
+                  if s.name.startswith("frame ")}
+        (request,) = [s for s in fronts if s.name == "POST /v1/sessions"]
+        routing = [s for s in fronts if s.attributes.get("stackroute.call") == "routing"]
+        # one completion per routing call, one for the arguments, and token counts
+        ups = spans_when(upstream_spans, lambda s: len(
+            [x for x in s if x.name == "POST /v1/chat/completions"
+             and x.parent is not None and x.parent.span_id in {
+                 f.context.span_id for f in frames.values()}]) >= len(routing) + 1)
+    traced = [s for s in ups if s.name == "POST /v1/chat/completions"
+              and s.context.trace_id == int(TRACE_ID, 16)]
+    parents = [s.parent.span_id for s in traced]
+    # every upstream call in the caller's trace: from the request that created the session
+    # (its prompt check) or from a step, under the frame that step ran in
+    assert set(parents) <= {request.context.span_id} | {f.context.span_id
+                                                         for f in frames.values()}
+    by_frame = {path: parents.count(frame.context.span_id) for path, frame in frames.items()}
+    # the root: a choice on the way down and DONE on the way up; payments: a choice, the
+    # arguments, DONE (each routing step's prompt check may add a token count)
+    assert by_frame[""] >= 2 and by_frame["payments"] >= 3, by_frame
+    untraced = [s for s in ups if s.name == "POST /v1/chat/completions"
+                and s.context.trace_id != int(TRACE_ID, 16)]
+    assert all(s.parent is None for s in untraced)  # the catalog's warm-up only
 
 
 def test_a_route_call_is_a_span_under_its_request(
@@ -349,3 +415,56 @@ def test_doctests() -> None:
 
     result = doctest.testmod(telemetry)
     assert result.attempted > 0 and result.failed == 0
+
+
+def route_event(detail: dict[str, Any]) -> TraceEvent:
+    """A ROUTE to a leaf: 2 calls together (the routing choice, then the arguments)."""
+    return TraceEvent(
+        seq=3, kind=EventKind.ROUTE, frame_id=1, parent_id=0, path="payments", depth=1,
+        menu=("balance", "transfer", "DONE"), decision="balance", arguments={"account": "a"},
+        probabilities={"balance": 0.8, "transfer": 0.1, "DONE": 0.1},
+        usage={"model_calls": 2, "prompt_tokens": 120, "prefill_tokens": 40,
+               "cached_tokens": 80, "generated_tokens": 14, "latency_ms": 30.0},
+        detail={"policy": "plain", "arguments_latency_ms": 20.0,
+                "arguments_finish_reason": "stop", "arguments_forward_passes": 6, **detail},
+        time_unix=1_000.0)
+
+
+def test_the_argument_generation_span_carries_its_own_tokens() -> None:
+    exporter = InMemorySpanExporter()
+    telemetry = Telemetry.with_exporter(exporter)
+    arguments_usage = {"model_calls": 1, "prompt_tokens": 70, "prefill_tokens": 10,
+                       "cached_tokens": 60, "generated_tokens": 12, "forward_passes": 6,
+                       "latency_ms": 20.0}
+    tokens = routing_call_spans(telemetry.tracer, route_event(
+        {"arguments_usage": arguments_usage, "arguments_fallback": "required_only"}),
+        model="m", system="s")
+    routing, arguments = exporter.get_finished_spans()
+    assert arguments.attributes["stackroute.call"] == "arguments"
+    assert {k: arguments.attributes[k] for k in (
+        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "stackroute.cached_tokens",
+        "stackroute.prefill_tokens", "stackroute.model_calls", "stackroute.forward_passes",
+        "stackroute.policy", "stackroute.arguments_fallback")} == {
+        "gen_ai.usage.input_tokens": 70, "gen_ai.usage.output_tokens": 12,
+        "stackroute.cached_tokens": 60, "stackroute.prefill_tokens": 10,
+        "stackroute.model_calls": 1, "stackroute.forward_passes": 6,
+        "stackroute.policy": "plain", "stackroute.arguments_fallback": "required_only"}
+    # the routing call keeps the rest; the run's totals count both once
+    assert {k: routing.attributes[k] for k in (
+        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "stackroute.cached_tokens",
+        "stackroute.prefill_tokens", "stackroute.model_calls")} == {
+        "gen_ai.usage.input_tokens": 50, "gen_ai.usage.output_tokens": 2,
+        "stackroute.cached_tokens": 20, "stackroute.prefill_tokens": 30,
+        "stackroute.model_calls": 1}
+    assert tokens == {"input": 120, "output": 14, "cached": 80}
+    assert routing.end_time == arguments.start_time  # the arguments follow the choice
+
+
+def test_without_the_arguments_usage_every_token_stays_on_the_routing_span() -> None:
+    exporter = InMemorySpanExporter()
+    routing_call_spans(Telemetry.with_exporter(exporter).tracer, route_event({}),
+                       model="m", system="s")
+    routing, arguments = exporter.get_finished_spans()
+    assert routing.attributes["gen_ai.usage.input_tokens"] == 120
+    assert routing.attributes["gen_ai.usage.output_tokens"] == 14
+    assert "gen_ai.usage.input_tokens" not in arguments.attributes  # unknown, not zero
