@@ -21,9 +21,12 @@ gold route, so both make the same routing calls, generate the leaf's arguments a
 the same `DONE` calls; the rows compare what each commit's engine costs for identical work
 (their free runs can differ in the work itself: an old default that answers DONE at the root
 does none). The harness's own per-item wall time is reported (token counting excluded).
+`--free NAME=FOLDER` adds a checkout whose product defaults (what `stackroute eval` runs with
+no flags) run each of those requests free, in the same alternation: what a user of that
+commit waits for, beside the cost of the identical forced work.
 
     python -m stackroute.bench.request_latency --checkout old=/tmp/old --checkout new=. \\
-        --forced 16,128 --limit 6 --out bench/results/<date>-<name>
+        --free newfree=. --forced 16,128 --limit 6 --out bench/results/<date>-<name>
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -90,7 +94,11 @@ original = harness._GroupRunner.run
 
 def timed(self, query):
     report.write(json.dumps({"ready": f"{self.group.num_leaves}/{query.id}",
-                             "text": query.query}) + "\n")
+                             "text": query.query, "size": self.group.num_leaves,
+                             "query": {"id": query.id, "query": query.query,
+                                       "gold": list(query.gold),
+                                       "args": None if query.args is None else list(query.args),
+                                       "tags": list(query.tags)}}) + "\n")
     if sys.stdin.readline().strip() != "go":
         raise SystemExit("stopped by the parent")
     record = original(self, query)
@@ -109,6 +117,44 @@ harness._GroupRunner.run = timed
 from stackroute.server.cli import main
 sys.argv = ["stackroute", "bench", "cache", *sys.argv[1:]]
 main()
+"""
+
+# Runs inside a `--free` worker: the checkout's product defaults (the engine, policy,
+# calibration and speculation `stackroute eval` gets with no flags) run each item the parent
+# sends, free, on the cache suite's catalog of the item's size. A job line prepares (untimed:
+# the catalog, its evidence index), a ready line answers, a go line runs it.
+FREE_WORKER = r"""
+import json, os, sys, time
+from stackroute.bench.generate import generate_suite
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.commands.common import RoutingFlags, make_engine
+from stackroute.server.routing.router import build_machine
+from stackroute.server.tools.evaluate import Query, run_query
+report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
+engine = make_engine("transformers", None, None)
+options = RoutingFlags.parse(policy=None, calibration=None, speculation="routes"
+                             ).options_for(engine)
+machines = {}
+for line in sys.stdin:
+    job = json.loads(line)
+    size = job["size"]
+    if size not in machines:
+        tree = build_tree(generate_suite("scale-up", num_leaves=size, seed=0).catalog)
+        machines[size] = build_machine(tree, engine, options=options)
+    query = Query.from_record(job["query"])
+    report.write(json.dumps({"ready": job["ready"], "text": query.query}) + "\n")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("stopped by the parent")
+    started = time.perf_counter()
+    state = run_query(machines[size], query)
+    wall_ms = (time.perf_counter() - started) * 1e3
+    usage = state.usage.to_dict()
+    called = [c["path"] for c in state.calls]
+    report.write(json.dumps({"id": job["ready"], "wall_ms": wall_ms, "called": called,
+                             "success": tuple(called) == query.gold,
+                             "model_calls": usage.get("model_calls", 0),
+                             "forward_passes": usage.get("forward_passes", 0),
+                             "generated_tokens": usage.get("generated_tokens", 0)}) + "\n")
 """
 
 
@@ -168,10 +214,15 @@ def namespace_for(checkout: Path, root: Path) -> Path | None:
     return ns.parent
 
 
-def start_worker(name: str, pythonpath: Path | None, script: str, args: list[str]) -> Worker:
+def start_worker(name: str, pythonpath: Path | None, script: str, args: list[str], *,
+                 threads: int | None = None) -> Worker:
+    """A worker process running `script` with `args`; `threads`: its torch threads (through
+    OMP_NUM_THREADS), else the environment's."""
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (the worker's; closed with it)
     env = dict(os.environ)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     env["STACKROUTE_BENCH_REPORT_FD"] = str(write_fd)
@@ -207,9 +258,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "generated_tokens_mean": statistics.fmean(r["generated_tokens"] for r in rows)}
 
 
-def run_paired(label: str, workers: list[Worker]) -> None:
+def run_paired(label: str, workers: list[Worker], fed: Sequence[Worker] = ()) -> None:
     """Run the workers' items in step, alternating which goes first; every worker must be
-    about to run the same item (same id, same text) or the pairing is refused."""
+    about to run the same item (same id, same text) or the pairing is refused. Each `fed`
+    worker is sent every item as a job line (the first worker's ready line) and runs it with
+    the others."""
     i = 0
     while True:
         ready = [w.wait_ready() for w in workers]
@@ -217,10 +270,18 @@ def run_paired(label: str, workers: list[Worker]) -> None:
             if not all(r is None for r in ready):
                 raise SystemExit(f"{label}: the checkouts ran out of items at different "
                                  f"points: {ready}")
-            return
+            return  # the fed workers end when `finish` closes their stdin
         if any(r != ready[0] for r in ready[1:]):
             raise SystemExit(f"{label}: the checkouts are not on the same item: {ready}")
-        order = workers if i % 2 == 0 else workers[::-1]
+        for worker in fed:
+            assert worker.process.stdin is not None
+            worker.process.stdin.write(json.dumps(ready[0]) + "\n")
+            worker.process.stdin.flush()
+            answer = worker.wait_ready()
+            if answer is None or answer["text"] != ready[0]["text"]:
+                raise SystemExit(f"{label}: {worker.name} did not take the item: {answer}")
+        everyone = [*workers, *fed]
+        order = everyone if i % 2 == 0 else everyone[::-1]
         for worker in order:
             row = worker.run_one()
             print(f"{label} {row['id']} {worker.name}: {row['wall_ms']:,.0f} ms, "
@@ -246,23 +307,33 @@ def run_suite(folder: Path, checkouts: dict[str, Path | None], limit: int,
 
 
 def run_forced(sizes: str, checkouts: dict[str, Path | None], limit: int, threads: int,
-               tmp: Path) -> dict[str, dict[str, Any]]:
-    """Both checkouts' cache suites, item by item; results per catalog size."""
+               tmp: Path, free: dict[str, Path | None]) -> dict[str, dict[str, Any]]:
+    """The checkouts' cache suites, item by item, and the `free` checkouts' product defaults
+    on the same requests; results per catalog size."""
     workers = [start_worker(name, path, FORCED_WORKER,
                             ["--sizes", sizes, "--limit", str(limit), "--threads", str(threads),
                              "--out", str(tmp / f"forced-{name}")])
                for name, path in checkouts.items()]
-    run_paired("forced", workers)
+    fed = [start_worker(name, path, FREE_WORKER, [], threads=threads)
+           for name, path in free.items()]
+    run_paired("forced", workers, fed)
     for worker in workers:
         worker.finish()
+    for worker in fed:
+        worker.finish()
+    workers += fed
     results: dict[str, dict[str, Any]] = {}
     for size in sizes.split(","):
         result: dict[str, Any] = {"catalog": f"scale-up, {size} tools (teacher-forced)"}
         for worker in workers:
             rows = [r for r in worker.rows if r["id"].startswith(f"{size}/")]
-            result[worker.name] = {**summarise(rows), "rows": rows,
-                                   "args_success": sum(r["args_success"] for r in rows)
-                                   / max(1, len(rows))}
+            result[worker.name] = {**summarise(rows), "rows": rows}
+            if worker in fed:
+                result[worker.name]["success"] = sum(r["success"] for r in rows) / max(
+                    1, len(rows))
+            else:
+                result[worker.name]["args_success"] = sum(
+                    r["args_success"] for r in rows) / max(1, len(rows))
         results[f"cache-{size}-forced"] = result
     return results
 
@@ -276,30 +347,40 @@ def main() -> None:
     parser.add_argument("--forced", default=None, metavar="SIZES",
                         help="catalog sizes of the cache suite to run teacher-forced, "
                              "e.g. 16,128")
+    parser.add_argument("--free", action="append", default=[], metavar="NAME=FOLDER",
+                        help="with --forced: a checkout whose product defaults run the same "
+                             "requests free, beside the forced rows")
     parser.add_argument("--limit", type=int, default=6, help="queries per suite or size")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads of each worker in --forced mode")
+                        help="torch threads of each worker in --forced mode (--free too)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if not args.suite and not args.forced:
         parser.error("name at least one --suite or --forced SIZES")
     with tempfile.TemporaryDirectory() as tmp:
         checkouts: dict[str, Path | None] = {}
-        for spec in args.checkout:
-            name, sep, folder = spec.partition("=")
-            if not sep or not name:
-                parser.error(f"--checkout expects NAME=FOLDER, got {spec!r}")
-            checkouts[name] = namespace_for(Path(folder), Path(tmp))
+        free: dict[str, Path | None] = {}
+        for flag, specs, into in (("--checkout", args.checkout, checkouts),
+                                  ("--free", args.free, free)):
+            for spec in specs:
+                name, sep, folder = spec.partition("=")
+                if not sep or not name or name in checkouts or name in free:
+                    parser.error(f"{flag} expects NAME=FOLDER with a new NAME, got {spec!r}")
+                into[name] = namespace_for(Path(folder), Path(tmp) / flag.strip("-"))
+        if free and not args.forced:
+            parser.error("--free needs --forced (it runs the forced items' requests)")
         results = {folder.name: run_suite(folder, checkouts, args.limit)
                    for folder in args.suite}
         if args.forced:
-            results |= run_forced(args.forced, checkouts, args.limit, args.threads, Path(tmp))
-    names = list(checkouts)
+            results |= run_forced(args.forced, checkouts, args.limit, args.threads, Path(tmp),
+                                  free)
+    names = [*checkouts, *free] if args.forced else list(checkouts)
     summary: dict[str, Any] = {"suites": {}, "environment": environment()}
     for suite, result in results.items():
-        line = {name: {k: v for k, v in result[name].items() if k != "rows"} for name in names}
-        base = result[names[0]]["wall_ms_p50"]
-        line["p50_ratio_to_" + names[0]] = {n: result[n]["wall_ms_p50"] / base for n in names}
+        here = [n for n in names if n in result]
+        line = {name: {k: v for k, v in result[name].items() if k != "rows"} for name in here}
+        base = result[here[0]]["wall_ms_p50"]
+        line["p50_ratio_to_" + here[0]] = {n: result[n]["wall_ms_p50"] / base for n in here}
         summary["suites"][suite] = line
     print(json.dumps(summary, indent=1))
     if args.out is not None:

@@ -85,3 +85,27 @@ def test_workers_on_different_items_are_not_paired() -> None:
         run_paired("t", workers)
     for w in workers:
         w.process.kill()
+
+
+FED_SCRIPT = r"""
+import json, os, sys
+report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
+for line in sys.stdin:
+    job = json.loads(line)
+    report.write(json.dumps({"ready": job["ready"], "text": job["text"]}) + "\n")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit("stopped")
+    report.write(json.dumps({"id": job["ready"], "wall_ms": 2.0, "model_calls": 1,
+                             "forward_passes": 1, "generated_tokens": 0,
+                             "called": [job["text"]]}) + "\n")
+"""
+
+
+def test_a_fed_worker_runs_each_item_the_others_run() -> None:
+    workers = [start_worker(name, None, ITEM_SCRIPT, ["a", "b"]) for name in ("x", "y")]
+    fed = start_worker("free", None, FED_SCRIPT, [])
+    run_paired("t", workers, [fed])
+    for w in [*workers, fed]:
+        w.finish()
+    assert [r["id"] for r in fed.rows] == ["a", "b"]
+    assert [r["called"] for r in fed.rows] == [["t"], ["t"]]  # it got each item's text
