@@ -14,7 +14,10 @@ differently; routing goes step by step from there.
 
 Kept decisions wait, per run, for the routing calls the machine makes next; each is handed
 out only if the machine asks exactly the predicted request (`matches`), so anything the
-prediction did not model costs the pass only. Each decision's `detail["unwinding"]`
+prediction did not model costs the pass only. A pass that kept fewer than two levels saved
+no call and cost the other levels' tokens; after `max_failed_passes` of those in one run,
+the run unwinds step by step (a small model that calls the same leaf again instead of
+answering DONE would otherwise pay for a wasted pass at every call). Each decision's `detail["unwinding"]`
 records its level, the levels computed and whether it chose DONE; the first level's usage
 counts the levels computed (`speculated_levels`) and the DONE answers kept
 (`accepted_levels`).
@@ -39,11 +42,16 @@ from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
 from stackroute.server.engines.verification import LevelVerifier, MenuLevel
 from stackroute.server.routing.recovery import MenuStep
-from stackroute.server.routing.speculator import DEFAULT_MIN_MARGIN, MAX_RUNS_WAITING
+from stackroute.server.routing.speculator import (
+    DEFAULT_MIN_MARGIN,
+    MAX_RUNS_WAITING,
+    DraftBudget,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LEVELS = 8
+DEFAULT_MAX_FAILED_PASSES = 1  # per run
 DONE = CompletionState.DONE.value
 
 
@@ -57,12 +65,14 @@ class Unwinder:
     """Computes the unwinding DONE decisions of one router in one pass and hands them out."""
 
     def __init__(self, engine: Engine, *, min_margin: float = DEFAULT_MIN_MARGIN,
-                 max_levels: int = DEFAULT_MAX_LEVELS) -> None:
+                 max_levels: int = DEFAULT_MAX_LEVELS,
+                 max_failed_passes: int = DEFAULT_MAX_FAILED_PASSES) -> None:
         if max_levels < 2:
             raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
         self.verifier = engine if isinstance(engine, LevelVerifier) else None
         self.min_margin = min_margin
         self.max_levels = max_levels
+        self.budget = DraftBudget(max_failed_passes)  # passes that saved no call, per run
         self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -72,7 +82,8 @@ class Unwinder:
         if waiting is not None:
             return waiting
         verifier = self.verifier
-        if verifier is None or request.depth < 1 or DONE not in request.menu:
+        if verifier is None or request.depth < 1 or DONE not in request.menu \
+                or self.budget.is_spent(request.run_id):
             return step_by_step(request)
         requests = unwinding_requests(request, max_levels=self.max_levels)
         if len(requests) < 2:
@@ -86,6 +97,8 @@ class Unwinder:
             log.debug("unwinding from %s not computable: %s", request.node.path_str, e)
             return step_by_step(request)
         kept = self._kept(results)
+        if len(kept) < 2:
+            self.budget.count_failure(request.run_id)
         if not kept:  # even level 0 was too close to call from the long pass
             fallback = step_by_step(request)
             return replace(fallback, usage=results[0].usage + fallback.usage, detail={

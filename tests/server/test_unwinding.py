@@ -122,6 +122,28 @@ def test_a_near_tie_routes_step_by_step_from_that_level() -> None:
                                {"level": 1, "levels": 4, "accepted": True}]
 
 
+def test_a_run_unwinds_step_by_step_after_a_pass_that_saved_nothing() -> None:
+    tree = build_tree(DEEP_CATALOG)
+
+    class CallsTwice(LevelEngine):
+        """Calls `deep` again after its first result (as the small model does), then DONE."""
+
+        def _pick(self, prompt: Any, options: Sequence[str]) -> str:
+            calls = sum("deep returned" in m.content for m in prompt.messages)
+            if "deep" in options and calls == 1:
+                return "deep"
+            return super()._pick(prompt, options)
+
+    prefer = {"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"}
+    reference = run(tree, CallsTwice(prefer), unwinding=False)
+    engine = CallsTwice(prefer)
+    fast = run(tree, engine)
+    assert plain_decisions(fast) == plain_decisions(reference)
+    assert engine.levels_calls == 1  # the pass after the first call kept only `deep`
+    assert fast.usage.model_calls == reference.usage.model_calls  # a pass for a call
+    assert marks(fast) == [{"level": 0, "levels": 4, "accepted": False}]
+
+
 def test_no_unwinding_without_the_capability_the_option_or_the_plain_policy() -> None:
     tree = build_tree(DEEP_CATALOG)
     reference = run(tree, deep_level_engine(), unwinding=False)
