@@ -17,10 +17,10 @@ out only if the machine asks exactly the predicted request (`matches`), so anyth
 prediction did not model costs the pass only. A pass that kept fewer than two levels saved
 no call and cost the other levels' tokens; after `max_failed_passes` of those in one run,
 the run unwinds step by step (a small model that calls the same leaf again instead of
-answering DONE would otherwise pay for a wasted pass at every call). Each decision's `detail["unwinding"]`
-records its level, the levels computed and whether it chose DONE; the first level's usage
-counts the levels computed (`speculated_levels`) and the DONE answers kept
-(`accepted_levels`).
+answering DONE would otherwise pay for a wasted pass at every call). Each decision's
+`detail["unwinding"]` records its level, the levels computed and whether it chose DONE; the
+first level's usage counts the levels computed (`speculated_levels`) and the DONE answers
+kept (`accepted_levels`).
 
 Plain policy only: the guided policy decides a menu through `RecoveryPolicy` (the finish
 rule answers DONE with no model call, backtracking and the beam may make several calls),
