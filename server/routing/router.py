@@ -22,7 +22,7 @@ from stackroute.runtime.flat import flatten
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.handlers import Executor
 from stackroute.runtime.machine import StackMachine
-from stackroute.runtime.prompt import PromptLayout, PromptStyle
+from stackroute.runtime.prompt import Prompt, PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.runtime.usage import Usage
@@ -38,6 +38,7 @@ from stackroute.server.engines.base import (
 from stackroute.server.engines.verification import LevelVerifier, PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
+from stackroute.server.routing.menu_fit import StyleCache, fitted_style
 from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
@@ -46,6 +47,7 @@ from stackroute.server.routing.speculator import RouteCache, Speculator, make_dr
 from stackroute.server.routing.unwinding import Unwinder
 
 log = logging.getLogger(__name__)
+_fitted_styles = StyleCache()  # per catalog tree and model: a service builds a machine per request
 
 
 class EngineRouter:
@@ -94,7 +96,8 @@ class EngineRouter:
         detail = {**step.detail, "arguments_text": generation.text,
                   "arguments_finish_reason": generation.finish_reason,
                   "arguments_forward_passes": usage.forward_passes,
-                  "arguments_latency_ms": round(usage.latency_ms, 3)}
+                  "arguments_latency_ms": round(usage.latency_ms, 3),
+                  "arguments_usage": usage.to_dict()}
         if fallback is not None:
             detail["arguments_fallback"] = fallback
         try:
@@ -249,9 +252,17 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
     schema, as the paper's flat baseline does) routed by `engine`: by `router` when given (a
     long-lived one, `pool.py`), else by one `build_router` makes from the other arguments.
-    `style` overrides the prompt style (e.g. shorter descriptions for a small context)."""
+    `style` overrides the prompt style; by default descriptions are clipped as far as the
+    deepest menus need to fit the engine's context (`menu_fit.py`; the flat baseline is
+    never clipped: it overflows as the paper's does)."""
     tree = routed_tree(tree, is_flat=is_flat)
-    base = style or PromptStyle()
+    if style is not None or is_flat:
+        base = style or PromptStyle()
+    else:
+        base = _fitted_styles.get(tree, engine.info.model, lambda: fitted_style(
+            tree, lambda turn: engine.count_tokens(Prompt((turn,))),
+            max_context_tokens=engine.info.max_context_tokens,
+            max_argument_tokens=(options or RouterOptions()).max_argument_tokens))
     layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
                                             max_description_chars=base.max_description_chars))
     if router is None:
