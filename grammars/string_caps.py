@@ -16,7 +16,8 @@ A `pattern` needs the same: xgrammar (0.2.8 and 0.2.9, measured) ignores `maxLen
 `minLength` beside one, so `[a-z ]*` or `\\w+@\\w+` had no bound. An unbounded pattern is
 rewritten by `regex_bounds.bound_pattern` to bounded counts that lose no match of at most the
 author's `maxLength` (else `max_chars`) characters; one it cannot rewrite safely (nested
-unbounded quantifiers, lookarounds, backreferences) is left as it is, with a logged warning.
+unbounded quantifiers, lookarounds, backreferences, or a bound above 128 characters on
+xgrammar 0.2.8, which compiles no larger count) is left as it is, with a logged warning.
 
 The default cap (`DEFAULT_MAX_STRING_CHARS`, 64 characters) is sized for what tool arguments
 hold: identifiers, names, e-mail addresses, amounts, dates, short phrases; 64 characters take
@@ -36,8 +37,11 @@ True
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import logging
+import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from stackroute.grammars.regex_bounds import UnboundablePattern, bound_pattern
@@ -101,10 +105,26 @@ def _bound_pattern(node: dict[str, Any], limit: int) -> None:
     """The node's pattern with bounded counts for values of at most `limit` characters; an
     author's `maxLength` stays beside it (xgrammar ignores it, validation does not)."""
     try:
-        node["pattern"] = bound_pattern(node["pattern"], limit).pattern
+        node["pattern"] = bound_pattern(node["pattern"], limit,
+                                        max_count=max_pattern_count()).pattern
     except UnboundablePattern as e:
         logger.warning("string pattern %r keeps no length bound (generation may run to the "
                        "token cap): %s", node["pattern"], e)
+
+
+@cache
+def max_pattern_count() -> int | None:
+    """The largest count in a pattern the installed xgrammar compiles (None: any). 0.2.8,
+    vLLM's pin, fails on a count above 128 against a tokenizer ("Check failed:
+    per_rule_fsm_hashes", measured on a{129}, a{0,1000}, a{200,300}), and writing a larger
+    count as nested ones takes seconds to compile there (7.8 s for a bound of 300); 0.2.9
+    compiles {0,300} in 16 ms. Read from the package's metadata: xgrammar is not imported."""
+    try:
+        version = importlib.metadata.version("xgrammar")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+    return 128 if numbers < (0, 2, 9) else None
 
 
 def email_pattern(max_chars: int) -> str:

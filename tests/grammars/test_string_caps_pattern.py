@@ -282,6 +282,14 @@ def test_the_rewrite_changes_only_counts(pattern: str, expected: str) -> None:
     assert bound_pattern(pattern, 64).pattern == expected
 
 
+def test_a_bound_above_what_the_engine_compiles_is_refused() -> None:
+    # xgrammar 0.2.8 fails to compile a count above 128 (string_caps.max_pattern_count)
+    assert bound_pattern("[a-z]*", 128, max_count=128).pattern == "[a-z]{0,128}"
+    with pytest.raises(UnboundablePattern, match="count of 300, above the 128"):
+        bound_pattern("[a-z]*", 300, max_count=128)
+    assert bound_pattern("[a-z]*", 300).pattern == "[a-z]{0,300}"  # 0.2.9 compiles it
+
+
 def test_rewritten_patterns_compile_in_xgrammar(
         smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo) -> None:
     for pattern, _, _ in PATTERNS:
