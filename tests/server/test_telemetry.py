@@ -132,6 +132,11 @@ def test_a_session_is_a_tree_of_spans_under_the_callers_trace(
     (arguments,) = [s for s in spans if s.attributes.get("stackroute.call") == "arguments"]
     assert parent(arguments) is frames["payments"]
     assert arguments.attributes["gen_ai.tool.name"] == "balance"
+    # the argument generation's own tokens (PlanEngine: its text's words, no prompt count)
+    assert arguments.attributes["gen_ai.usage.output_tokens"] == 1  # "{}"
+    assert arguments.attributes["stackroute.model_calls"] == 1
+    balance = [s for s in routing if s.attributes["stackroute.choice"] == "balance"][0]
+    assert balance.attributes["gen_ai.usage.output_tokens"] == 1  # its menu answer only
     (tool,) = [s for s in spans if s.name.startswith("execute_tool")]
     assert tool.name == "execute_tool payments/balance"
     assert parent(tool) is frames["payments"]
