@@ -65,6 +65,14 @@ def test_a_string_with_an_unbounded_pattern_ends_at_the_cap(
     assert schema["properties"]["x"] == {"type": "string", "pattern": pattern}  # untouched
 
 
+def test_xgrammar_itself_ignores_max_length_beside_a_pattern(
+        smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo) -> None:
+    # The premise of the rewrite, measured on 0.2.8 and 0.2.9. If a later xgrammar enforces
+    # maxLength here, this fails, and the rewrite could give way to the author's keyword.
+    schema = {"type": "string", "pattern": "[a-z ]*", "maxLength": 5, "minLength": 2}
+    assert accepted_chars(smollm2_grammar_info, smollm2_tokenizer, schema, '"', "a") == 300
+
+
 def test_an_authors_max_length_beside_a_pattern_is_the_bound(
         smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo) -> None:
     schema = {"type": "string", "pattern": "[a-z ]*", "maxLength": 10, "minLength": 2}

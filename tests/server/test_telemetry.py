@@ -135,7 +135,7 @@ def test_a_session_is_a_tree_of_spans_under_the_callers_trace(
     # the argument generation's own tokens (PlanEngine: its text's words, no prompt count)
     assert arguments.attributes["gen_ai.usage.output_tokens"] == 1  # "{}"
     assert arguments.attributes["stackroute.model_calls"] == 1
-    balance = [s for s in routing if s.attributes["stackroute.choice"] == "balance"][0]
+    (balance,) = [s for s in routing if s.attributes["stackroute.choice"] == "balance"]
     assert balance.attributes["gen_ai.usage.output_tokens"] == 1  # its menu answer only
     (tool,) = [s for s in spans if s.name.startswith("execute_tool")]
     assert tool.name == "execute_tool payments/balance"
