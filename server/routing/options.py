@@ -47,7 +47,10 @@ class RouterOptions:
     calibration: str | None = None
     speculation: DraftSource = DraftSource.OFF
     max_argument_tokens: int = DEFAULT_MAX_ARGUMENT_TOKENS
-    unwinding: bool = True
+    # Off by default: lossless and 10% fewer model calls on the overlap-32 suite, but 4-6%
+    # more routing wall time on a 1-thread CPU, where every level's tokens cost their compute
+    # and the small model rarely answers DONE twice (bench/results/2026-12-03-cpu-unwind).
+    unwinding: bool = False
 
     @property
     def policy(self) -> Policy:
