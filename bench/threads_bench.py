@@ -1,0 +1,108 @@
+"""Torch threads, OpenMP wait policy and precision for the embedded model on this CPU, side
+by side: which configuration should `stackroute` run with?
+
+Each configuration runs in its own process (OpenMP reads `OMP_WAIT_POLICY` once, when torch
+loads), and the configurations take turns round by round, so drift in the machine's load hits
+them alike. A round times three forward passes of SmolLM2-135M on a fresh KV: a 200-token
+prefill (a routing call's new tokens), a 40-token tail (an unwinding or argument prompt's) and
+a one-token decode step (a generation's). The first round is a warm-up.
+
+    python -m stackroute.bench.threads_bench --rounds 5 --out bench/results/<date>-cpu-threads
+
+Prints a Markdown table (medians over rounds, ms) and writes it with every sample to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from stackroute.bench.environment import environment
+
+PASSES = {"prefill_200": 200, "tail_40": 40, "decode_1": 1}
+CONFIGS = [  # (threads, OMP wait policy, precision)
+    (1, "active", "float32"), (2, "active", "float32"), (2, "passive", "float32"),
+    (1, "active", "bfloat16"), (2, "active", "bfloat16"), (2, "passive", "bfloat16"),
+]
+
+# One round of one configuration: the median of 3 timings of each pass, as JSON on stdout.
+ROUND = r"""
+import json, statistics, sys, time
+import torch
+from stackroute.server.engines.model_store import load_model, resolve_model
+threads, dtype, passes = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+model = load_model(resolve_model(None), dtype=dtype, num_threads=threads).model
+ids = torch.randint(100, 40000, (1, max(passes.values())),
+                    generator=torch.Generator().manual_seed(0))
+out = {}
+with torch.inference_mode():
+    model(input_ids=ids[:, :8], use_cache=True, logits_to_keep=1)  # first-call costs
+    for name, n in passes.items():
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            model(input_ids=ids[:, :n], use_cache=True, logits_to_keep=1)
+            times.append((time.perf_counter() - started) * 1e3)
+        out[name] = statistics.median(times)
+print(json.dumps(out))
+"""
+
+
+def label(threads: int, policy: str, dtype: str) -> str:
+    return f"{dtype}, {threads} thread{'s' if threads > 1 else ''}, {policy} waits"
+
+
+def run_round(threads: int, policy: str, dtype: str) -> dict[str, float]:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": policy.upper()}
+    done = subprocess.run([sys.executable, "-c", ROUND, str(threads), dtype,
+                           json.dumps(PASSES)], env=env, capture_output=True, text=True,
+                          check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def table(samples: dict[str, list[dict[str, float]]]) -> str:
+    base = label(*CONFIGS[0])
+    medians = {name: {p: statistics.median(r[p] for r in rounds) for p in PASSES}
+               for name, rounds in samples.items()}
+    lines = ["| configuration | " + " | ".join(f"{p} ms" for p in PASSES)
+             + f" | prefill vs {base} |", "|---|" + "---|" * (len(PASSES) + 1)]
+    for name, row in medians.items():
+        ratio = row["prefill_200"] / medians[base]["prefill_200"]
+        lines.append(f"| {name} | " + " | ".join(f"{row[p]:,.1f}" for p in PASSES)
+                     + f" | {ratio:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (after a warm-up)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    env = environment()
+    samples: dict[str, list[dict[str, float]]] = {label(*c): [] for c in CONFIGS}
+    loads: list[float] = []
+    for round_ in range(args.rounds + 1):
+        order = CONFIGS if round_ % 2 == 0 else CONFIGS[::-1]
+        for config in order:
+            result = run_round(*config)
+            if round_:
+                samples[label(*config)].append(result)
+        loads.append(os.getloadavg()[0])
+    text = table(samples) + (f"\n1-minute load average after each round: "
+                             f"{', '.join(f'{x:.1f}' for x in loads)}\n")
+    print(text, end="")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "table.md").write_text(text)
+        summary: dict[str, Any] = {"samples": samples, "loads": loads, "environment": env}
+        (args.out / "samples.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
