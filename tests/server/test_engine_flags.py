@@ -59,3 +59,20 @@ def test_auto_loads_the_precision_it_names() -> None:
     loaded = load_model(resolve_model(None), dtype="auto", num_threads=1)
     assert loaded.dtype == resolve_dtype("auto")
     assert str(loaded.model.dtype) == f"torch.{loaded.dtype}"
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_the_cli_makes_openmp_threads_sleep_unless_the_operator_says_otherwise(
+        monkeypatch: pytest.MonkeyPatch, preset: str | None, expected: str) -> None:
+    import os
+
+    import stackroute.server.cli as cli
+
+    if preset is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", preset)
+    seen = []
+    monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ["OMP_WAIT_POLICY"]))
+    cli.main()
+    assert seen == [expected]
