@@ -92,6 +92,10 @@ class ServerSettings(BaseSettings):
         "pass (routes: a route cache of requests seen before | evidence: leaf embeddings | "
         "both | off); decisions stay step-by-step routing's; engines that cannot verify "
         "paths (vllm, remote) route step by step; guided routing goes step by step")
+    unwinding: bool = Field(
+        False, description="plain policy: verify the DONE answers that unwind the stack after "
+        "a call in one pass (decisions never change; fewer model calls, no faster on a "
+        "1-thread CPU, bench/results/2026-12-03-cpu-unwind); transformers engine only")
     policy: Policy | None = Field(
         None, description="routing policy: plain (the model's constrained choice alone) | "
         "guided (leaf evidence as a prior, with the recovery moves the calibration turns on); "
@@ -188,7 +192,7 @@ class ServerSettings(BaseSettings):
         from stackroute.server.routing.calibration import router_options
 
         return router_options(model, policy=self.policy, calibration=self.calibration,
-                              speculation=self.speculation)
+                              speculation=self.speculation, unwinding=self.unwinding)
 
     @classmethod
     def settings_customise_sources(

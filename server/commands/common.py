@@ -47,6 +47,9 @@ DraftTokensOpt = Annotated[int, typer.Option(
 StringCharsOpt = Annotated[int, typer.Option(
     "--max-string-chars", min=1, help="JSON strings whose schema sets no maxLength end after "
     "this many characters, so argument generation ends")]
+UnwindOpt = Annotated[bool, typer.Option(
+    "--unwinding/--no-unwinding", help="plain policy: verify the DONE answers that unwind the "
+    "stack in one pass (decisions never change; fewer model calls)")]
 SpecOpt = Annotated[str, typer.Option(
     "--speculation", help="drafts to verify in one pass (plain policy): routes (the route "
     "cache: requests seen before), evidence (leaf embeddings), both, off. Decisions never "
@@ -118,20 +121,24 @@ def load_tree(catalog: Path) -> Any:
 
 @dataclass(frozen=True)
 class RoutingFlags:
-    """`--policy`, `--calibration` and `--speculation` parsed, before any model loads."""
+    """`--policy`, `--calibration`, `--speculation` and `--unwinding` parsed, before any
+    model loads."""
 
     policy: Policy | None
     calibration: Path | None
     speculation: DraftSource
+    unwinding: bool = False
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
-              speculation: str = "off", no_speculation: bool = False) -> RoutingFlags:
+              speculation: str = "off", no_speculation: bool = False,
+              unwinding: bool = False) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
                    speculation=DraftSource.OFF if no_speculation
-                   else _parse(DraftSource, "--speculation", speculation))
+                   else _parse(DraftSource, "--speculation", speculation),
+                   unwinding=unwinding)
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -139,7 +146,8 @@ class RoutingFlags:
         from stackroute.server.routing.calibration import router_options
 
         return router_options(engine.info.model, policy=self.policy,
-                              calibration=self.calibration, speculation=self.speculation)
+                              calibration=self.calibration, speculation=self.speculation,
+                              unwinding=self.unwinding)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

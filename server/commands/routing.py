@@ -24,6 +24,7 @@ from stackroute.server.commands.common import (
     RoutingFlags,
     SpecOpt,
     StringCharsOpt,
+    UnwindOpt,
     console,
     fail,
     load_tree,
@@ -85,6 +86,7 @@ def run(
     max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    unwinding: UnwindOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
@@ -95,7 +97,8 @@ def run(
 
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   speculation=speculation, no_speculation=no_speculation)
+                                   speculation=speculation, no_speculation=no_speculation,
+                                   unwinding=unwinding)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars))
@@ -143,6 +146,7 @@ def eval_(
     max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
+    unwinding: UnwindOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
@@ -156,7 +160,8 @@ def eval_(
         tree = load_tree(catalog)
         items = read_queries(queries, limit=limit)
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   speculation=speculation, no_speculation=no_speculation)
+                                   speculation=speculation, no_speculation=no_speculation,
+                                   unwinding=unwinding)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars))
         options = flags.options_for(made)

@@ -42,6 +42,9 @@ def serve(
     calibration: CalibrationOpt = None,
     no_speculation: Annotated[bool, typer.Option(
         "--no-speculation", help="route step by step (the speculation setting: off)")] = False,
+    unwinding: Annotated[bool | None, typer.Option(
+        "--unwinding/--no-unwinding", help="plain policy: unwind the stack in one pass (the "
+                                           "unwinding setting)")] = None,
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="transformers engine precision: auto | float32 | bfloat16 "
                         "(the dtype setting)")] = None,
@@ -66,7 +69,8 @@ def serve(
             catalogs=catalog, db=db, api_key=api_key, config=config,
             allow_public_bind=allow_public_bind, log_level=log_level, policy=policy,
             calibration=calibration, speculation="off" if no_speculation else None,
-            dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars)
+            dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
+            unwinding=unwinding)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e

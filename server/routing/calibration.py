@@ -71,7 +71,7 @@ def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
 
 def router_options(model: str, *, policy: Policy | None = None,
                    calibration: Path | None = None,
-                   speculation: DraftSource = DraftSource.OFF,
+                   speculation: DraftSource = DraftSource.OFF, unwinding: bool = False,
                    directory: Path | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
@@ -87,10 +87,10 @@ def router_options(model: str, *, policy: Policy | None = None,
     if policy is None:
         policy = Policy.PLAIN if path is None else Policy.GUIDED
     if policy is Policy.PLAIN:
-        return RouterOptions(speculation=speculation)
+        return RouterOptions(speculation=speculation, unwinding=unwinding)
     require_embedder()
     recovery = RecoveryOptions() if path is None else read_calibration(path)
-    return RouterOptions(recovery=recovery, speculation=speculation,
+    return RouterOptions(recovery=recovery, speculation=speculation, unwinding=unwinding,
                          calibration="built-in defaults" if path is None else path.name)
 
 

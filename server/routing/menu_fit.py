@@ -28,6 +28,7 @@ DESCRIPTION_LADDER = (300, 240, 200, 160, 120, 100, 80, 60, 40, 20)
 RESERVED_TOKENS = 512  # the system text, the request, result and answer turns
 _MAX_TREES = 64
 _CHAINS_COUNTED = 64  # the longest chains by characters, counted in tokens
+_TEMPLATE_TOKENS = 8  # a message's chat-template tokens (role markers, newlines)
 
 CountTokens = Callable[[Message], int]
 
@@ -45,7 +46,8 @@ def fitted_style(tree: CapabilityTree, count_tokens: CountTokens, *, max_context
     style = base
     for limit in rungs:
         style = PromptStyle(show_schemas=base.show_schemas, max_description_chars=limit)
-        tokens = _deepest_chain_tokens(tree, PromptLayout(tree, style), count_tokens)
+        tokens = _deepest_chain_tokens(tree, PromptLayout(tree, style), count_tokens,
+                                       budget)
         if tokens <= budget:
             break
     if style.max_description_chars != base.max_description_chars:
@@ -56,16 +58,20 @@ def fitted_style(tree: CapabilityTree, count_tokens: CountTokens, *, max_context
 
 
 def _deepest_chain_tokens(tree: CapabilityTree, layout: PromptLayout,
-                          count_tokens: CountTokens) -> int:
-    """Tokens of the largest sum of menu turns on one root-to-router chain. Every chain's
-    length in characters is cheap; tokens per character vary by menu (underscored tool
-    names tokenise worse than prose), so the `_CHAINS_COUNTED` longest chains by characters
-    are counted exactly, one tokenisation per menu turn on them."""
+                          count_tokens: CountTokens, budget: int) -> int:
+    """Tokens of the largest sum of menu turns on one root-to-router chain (or an upper
+    bound, when that is within `budget`). Every chain's length in characters is cheap and
+    bounds its tokens; tokens per character vary by menu (underscored tool names tokenise
+    worse than prose), so past the budget the `_CHAINS_COUNTED` longest chains by
+    characters are counted exactly, one tokenisation per menu turn on them."""
     turns = {n.path: layout.menu_turn(n) for n in tree.routers()}
     chars = {path: len(turn.content) for path, turn in turns.items()}
     chains: dict[tuple[str, ...], int] = {}
     for path in sorted(turns, key=len):
         chains[path] = chars[path] + (chains[path[:-1]] if path else 0)
+    bound = max(chains[p] + _TEMPLATE_TOKENS * (len(p) + 1) for p in chains)
+    if bound <= budget:  # a token spans at least one character: fits, nothing to count
+        return bound
     longest = sorted(chains, key=lambda p: chains[p], reverse=True)[:_CHAINS_COUNTED]
     tokens: dict[tuple[str, ...], int] = {}
     for path in longest:

@@ -59,4 +59,5 @@ class RouterOptions:
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed."""
         return {"policy": self.policy.value, "calibration": self.calibration,
-                "speculation": self.speculation.value}
+                "speculation": self.speculation.value,
+                "unwinding": "on" if self.unwinding else "off"}

@@ -49,7 +49,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> ServerSettings:
                               "max_session_steps": 50, "leaf_timeout_s": 5.0,
                               "allowed_handler_modules": [], "max_menu_options": 64,
                               "max_prompt_tokens": 4096, "leaf_isolation": "thread",
-                              "speculation": "off"}
+                              "speculation": "off", "unwinding": "off"}
     values.update(overrides)
     return ServerSettings(**values)
 

@@ -131,7 +131,8 @@ def test_route_at_the_root_and_at_a_node(client: TestClient) -> None:
     assert body["is_leaf"] is False and body["arguments"] is None and body["state"] is None
     assert body["usage"]["model_calls"] == 1 and body["usage"]["cached_tokens"] == 7
     # the scripted engine's model has no calibration: plain
-    assert body["routing"] == {"policy": "plain", "calibration": None, "speculation": "off"}
+    assert body["routing"] == {"policy": "plain", "calibration": None, "speculation": "off",
+                               "unwinding": "off"}
 
     r = client.post("/v1/route", json={
         "catalog": catalog_id, "node": "payments",
@@ -411,7 +412,7 @@ def test_route_answers_with_the_guided_policy_it_used(tmp_path: Path) -> None:
         r = client.post("/v1/route", json={"catalog": catalog_id, "query": "Send 5 to Asha"})
         assert r.status_code == 200, r.text
         assert r.json()["routing"] == {"policy": "guided", "calibration": "built-in defaults",
-                                       "speculation": "off"}
+                                       "speculation": "off", "unwinding": "off"}
 
 
 def test_route_with_the_real_embedded_model(tmp_path: Path, embedded_model: Any) -> None:

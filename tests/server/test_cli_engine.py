@@ -57,7 +57,8 @@ def test_route_json_records_the_policy(embedded_model_dir: Path) -> None:
                                  "--policy", "plain"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["routing"] == {"policy": "plain", "calibration": None, "speculation": "off"}
+    assert out["routing"] == {"policy": "plain", "calibration": None, "speculation": "off",
+                              "unwinding": "off"}
     assert set(out["probabilities"]) == {"payments", "accounts", "cards", "DONE"}
 
 

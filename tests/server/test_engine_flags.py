@@ -76,3 +76,14 @@ def test_the_cli_makes_openmp_threads_sleep_unless_the_operator_says_otherwise(
     monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ["OMP_WAIT_POLICY"]))
     cli.main()
     assert seen == [expected]
+
+
+def test_unwinding_is_a_setting_a_flag_and_part_of_the_routing_description() -> None:
+    from stackroute.server.commands.common import RoutingFlags
+    from stackroute.server.routing.calibration import router_options
+
+    assert RoutingFlags.parse(policy="plain", calibration=None, unwinding=True).unwinding
+    options = router_options("no-such-model", unwinding=True)
+    assert options.unwinding and options.describe()["unwinding"] == "on"
+    assert ServerSettings(unwinding=True).router_options("no-such-model").unwinding
+    assert not ServerSettings().router_options("no-such-model").unwinding

@@ -201,7 +201,7 @@ def test_the_policy_defaults_to_guided_where_a_calibration_exists(tmp_path: Path
     guided = router_options("m", directory=tmp_path, speculation=DraftSource.ROUTES)
     assert guided.policy is Policy.GUIDED and guided.recovery == options
     assert guided.describe() == {"policy": "guided", "calibration": "m.json",
-                                 "speculation": "routes"}
+                                 "speculation": "routes", "unwinding": "off"}
     plain = router_options("other", directory=tmp_path, speculation=DraftSource.ROUTES)
     assert plain.policy is Policy.PLAIN and plain.describe()["speculation"] == "routes"
     forced = router_options("m", policy=Policy.PLAIN, directory=tmp_path)

@@ -304,10 +304,10 @@ def test_the_options_describe_themselves() -> None:
     guided = RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.EVIDENCE,
                            calibration="m.json")
     assert guided.describe() == {"policy": "guided", "calibration": "m.json",
-                                 "speculation": "evidence"}
+                                 "speculation": "evidence", "unwinding": "off"}
     plain = RouterOptions(speculation=DraftSource.EVIDENCE)
     assert plain.describe() == {"policy": "plain", "calibration": None,
-                                "speculation": "evidence"}
+                                "speculation": "evidence", "unwinding": "off"}
 
 
 def test_an_engine_without_path_verification_routes_step_by_step() -> None:
