@@ -51,6 +51,11 @@ PACKAGES = ("runtime", "grammars", "server", "bench")
 # wrapped to wait for a go line on stdin and report the wall time on a pipe of its own.
 WORKER = r"""
 import importlib, json, os, sys, time
+try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
+    from stackroute.server.cli import WAIT_POLICY
+    os.environ.setdefault(*WAIT_POLICY)
+except ImportError:
+    pass
 for name in ("stackroute.bench.evaluate", "stackroute.server.tools.evaluate"):  # old, new
     try:
         evaluation = importlib.import_module(name)
@@ -85,6 +90,11 @@ main()
 # + cache variant only, each item waiting for a go line and reporting the harness's record.
 FORCED_WORKER = r"""
 import json, os, sys
+try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
+    from stackroute.server.cli import WAIT_POLICY
+    os.environ.setdefault(*WAIT_POLICY)
+except ImportError:
+    pass
 from stackroute.bench import harness, scenarios
 report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
 all_groups = scenarios.Scenario.groups
@@ -125,6 +135,11 @@ main()
 # the catalog, its evidence index), a ready line answers, a go line runs it.
 FREE_WORKER = r"""
 import json, os, sys, time
+try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
+    from stackroute.server.cli import WAIT_POLICY
+    os.environ.setdefault(*WAIT_POLICY)
+except ImportError:
+    pass
 from stackroute.bench.generate import generate_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.commands.common import RoutingFlags, make_engine

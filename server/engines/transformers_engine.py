@@ -55,6 +55,7 @@ from stackroute.server.engines.common import (
     generation_from_choice,
     single_option_result,
 )
+from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.decoding import Decoder
 from stackroute.server.engines.menu_variants import menu_variants
 from stackroute.server.engines.model_runner import ModelRunner
@@ -74,7 +75,7 @@ DEFAULT_PREFILL_CHUNK = 1024  # tokens per forward pass; bounds attention memory
 
 
 class TransformersEngine:
-    def __init__(self, *, model: str | None = None, dtype: str = "float32",
+    def __init__(self, *, model: str | None = None, dtype: str = DEFAULT_DTYPE,
                  cache_bytes: int = DEFAULT_CACHE_BYTES, is_cache_enabled: bool = True,
                  num_threads: int | None = None,
                  prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK,
