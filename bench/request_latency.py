@@ -51,11 +51,8 @@ PACKAGES = ("runtime", "grammars", "server", "bench")
 # wrapped to wait for a go line on stdin and report the wall time on a pipe of its own.
 WORKER = r"""
 import importlib, json, os, sys, time
-try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
-    from stackroute.server.cli import WAIT_POLICY
-    os.environ.setdefault(*WAIT_POLICY)
-except ImportError:
-    pass
+from stackroute.server import cli  # what the checkout's `stackroute` sets before torch loads
+getattr(cli, "configure_process", lambda: None)()
 for name in ("stackroute.bench.evaluate", "stackroute.server.tools.evaluate"):  # old, new
     try:
         evaluation = importlib.import_module(name)
@@ -90,11 +87,8 @@ main()
 # + cache variant only, each item waiting for a go line and reporting the harness's record.
 FORCED_WORKER = r"""
 import json, os, sys
-try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
-    from stackroute.server.cli import WAIT_POLICY
-    os.environ.setdefault(*WAIT_POLICY)
-except ImportError:
-    pass
+from stackroute.server import cli  # what the checkout's `stackroute` sets before torch loads
+getattr(cli, "configure_process", lambda: None)()
 from stackroute.bench import harness, scenarios
 report = os.fdopen(int(os.environ["STACKROUTE_BENCH_REPORT_FD"]), "w", buffering=1)
 all_groups = scenarios.Scenario.groups
@@ -135,11 +129,8 @@ main()
 # the catalog, its evidence index), a ready line answers, a go line runs it.
 FREE_WORKER = r"""
 import json, os, sys, time
-try:  # the checkout's own CLI default for OpenMP's wait policy, as its `stackroute` sets it
-    from stackroute.server.cli import WAIT_POLICY
-    os.environ.setdefault(*WAIT_POLICY)
-except ImportError:
-    pass
+from stackroute.server import cli  # what the checkout's `stackroute` sets before torch loads
+getattr(cli, "configure_process", lambda: None)()
 from stackroute.bench.generate import generate_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.commands.common import RoutingFlags, make_engine
@@ -321,12 +312,13 @@ def run_suite(folder: Path, checkouts: dict[str, Path | None], limit: int,
     return result
 
 
-def run_forced(sizes: str, checkouts: dict[str, Path | None], limit: int, threads: int,
+def run_forced(sizes: str, checkouts: dict[str, Path | None], limit: int, threads: int | None,
                tmp: Path, free: dict[str, Path | None]) -> dict[str, dict[str, Any]]:
     """The checkouts' cache suites, item by item, and the `free` checkouts' product defaults
     on the same requests; results per catalog size."""
+    thread_args = [] if threads is None else ["--threads", str(threads)]
     workers = [start_worker(name, path, FORCED_WORKER,
-                            ["--sizes", sizes, "--limit", str(limit), "--threads", str(threads),
+                            ["--sizes", sizes, "--limit", str(limit), *thread_args,
                              "--out", str(tmp / f"forced-{name}")])
                for name, path in checkouts.items()]
     fed = [start_worker(name, path, FREE_WORKER, [], threads=threads)
@@ -366,8 +358,9 @@ def main() -> None:
                         help="with --forced: a checkout whose product defaults run the same "
                              "requests free, beside the forced rows")
     parser.add_argument("--limit", type=int, default=6, help="queries per suite or size")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads of each worker in --forced mode (--free too)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads of each worker in --forced mode (--free too); "
+                             "default: each checkout's own")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if not args.suite and not args.forced:

@@ -26,10 +26,15 @@ from typing import Any
 from stackroute.bench.environment import environment
 
 PASSES = {"prefill_200": 200, "tail_40": 40, "decode_1": 1}
-CONFIGS = [  # (threads, OMP wait policy, precision)
+CONFIGS = [  # (threads, OpenMP waits, precision)
     (1, "active", "float32"), (2, "active", "float32"), (2, "passive", "float32"),
     (1, "active", "bfloat16"), (2, "active", "bfloat16"), (2, "passive", "bfloat16"),
 ]
+# How a configuration's OpenMP threads wait (libgomp, torch's OpenMP): spin without bound,
+# sleep at once, libgomp's default (a bounded spin), or spin N iterations then sleep.
+WAITS = {"active": {"OMP_WAIT_POLICY": "ACTIVE"}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+         "default": {}}
+BURNER = "while True: pass"  # one busy core: the other jobs of a shared machine
 
 # One round of one configuration: the median of 3 timings of each pass, as JSON on stdout.
 ROUND = r"""
@@ -58,8 +63,33 @@ def label(threads: int, policy: str, dtype: str) -> str:
     return f"{dtype}, {threads} thread{'s' if threads > 1 else ''}, {policy} waits"
 
 
+def wait_env(policy: str) -> dict[str, str]:
+    """The environment a configuration's waits need.
+
+    >>> wait_env("spin10000")
+    {'GOMP_SPINCOUNT': '10000'}
+    """
+    if policy.startswith("spin") and policy[4:].isdigit():
+        return {"GOMP_SPINCOUNT": policy[4:]}
+    if policy not in WAITS:
+        raise ValueError(f"waits must be one of {', '.join(WAITS)} or spinN; got {policy!r}")
+    return WAITS[policy]
+
+
+def parse_configs(text: str) -> list[tuple[int, str, str]]:
+    """`2:passive:bfloat16,1:active:float32` -> configurations."""
+    out = []
+    for item in text.split(","):
+        threads, policy, dtype = item.split(":")
+        wait_env(policy)
+        out.append((int(threads), policy, dtype))
+    return out
+
+
 def run_round(threads: int, policy: str, dtype: str) -> dict[str, float]:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": policy.upper()}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env |= {"OMP_NUM_THREADS": str(threads), **wait_env(policy)}
     done = subprocess.run([sys.executable, "-c", ROUND, str(threads), dtype,
                            json.dumps(PASSES)], env=env, capture_output=True, text=True,
                           check=True)
@@ -67,7 +97,7 @@ def run_round(threads: int, policy: str, dtype: str) -> dict[str, float]:
 
 
 def table(samples: dict[str, list[dict[str, float]]]) -> str:
-    base = label(*CONFIGS[0])
+    base = next(iter(samples))
     medians = {name: {p: statistics.median(r[p] for r in rounds) for p in PASSES}
                for name, rounds in samples.items()}
     lines = ["| configuration | " + " | ".join(f"{p} ms" for p in PASSES)
@@ -82,19 +112,31 @@ def table(samples: dict[str, list[dict[str, float]]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (after a warm-up)")
+    parser.add_argument("--configs", type=parse_configs, default=CONFIGS,
+                        help="THREADS:WAITS:PRECISION,... (waits: active, passive, default, "
+                             "spinN)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy-loop processes kept running meanwhile (a shared machine)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     env = environment()
-    samples: dict[str, list[dict[str, float]]] = {label(*c): [] for c in CONFIGS}
+    configs = args.configs
+    samples: dict[str, list[dict[str, float]]] = {label(*c): [] for c in configs}
     loads: list[float] = []
-    for round_ in range(args.rounds + 1):
-        order = CONFIGS if round_ % 2 == 0 else CONFIGS[::-1]
-        for config in order:
-            result = run_round(*config)
-            if round_:
-                samples[label(*config)].append(result)
-        loads.append(os.getloadavg()[0])
-    text = table(samples) + (f"\n1-minute load average after each round: "
+    burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(args.busy)]
+    try:
+        for round_ in range(args.rounds + 1):
+            order = configs if round_ % 2 == 0 else configs[::-1]
+            for config in order:
+                result = run_round(*config)
+                if round_:
+                    samples[label(*config)].append(result)
+            loads.append(os.getloadavg()[0])
+    finally:
+        for burner in burners:
+            burner.kill()
+    text = table(samples) + (f"\n{args.busy} busy-loop processes ran meanwhile; 1-minute "
+                             f"load average after each round: "
                              f"{', '.join(f'{x:.1f}' for x in loads)}\n")
     print(text, end="")
     if args.out is not None:

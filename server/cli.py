@@ -4,10 +4,9 @@ runs, so `lint --no-overlaps` and `trace` never load torch."""
 
 from __future__ import annotations
 
-import os
-
 import typer
 from stackroute.server.commands import calibrate, catalog, routing, service
+from stackroute.server.commands.common import limit_threads
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Hierarchical tool routing on a local model.")
@@ -24,18 +23,17 @@ app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options"
             add_help_option=False)(service.bench)
 
 
-# OpenMP threads that spin while they wait for work collapse when the cores are shared: at
-# load 3-5 on 2 cores a 200-token prefill took 5.7x longer with 2 spinning threads than with 1,
-# while 2 threads that sleep instead took 0.47x as long as 1 spinning (bfloat16;
-# bench/results/2026-12-03-cpu-threads-*). OpenMP reads this once, when torch loads, so it is
-# set before any command imports torch; an operator's own value wins.
-WAIT_POLICY = ("OMP_WAIT_POLICY", "PASSIVE")
+def configure_process() -> None:
+    """What `stackroute` sets before any command loads torch: one torch thread on a machine
+    of two cores or fewer (`limit_threads`). Measured on the 2-core VM (bfloat16, a 200-token
+    prefill): 1 thread 162 ms quiet and 164 ms with the other core busy; 2 threads 103 ms
+    quiet but 2,522 ms with the other core busy (OpenMP's waiting threads spin against the
+    other job), and 172-244 ms with passive waits in either case
+    (bench/results/2026-12-03-cpu-threads-*). OMP_NUM_THREADS set by the operator wins (2 on
+    a dedicated machine is 1.6x faster when nothing else runs)."""
+    limit_threads()
 
 
 def main() -> None:
-    os.environ.setdefault(*WAIT_POLICY)
+    configure_process()
     app()
-
-
-if __name__ == "__main__":
-    main()

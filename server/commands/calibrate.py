@@ -19,7 +19,6 @@ from stackroute.server.commands.common import (
     ModelOpt,
     console,
     fail,
-    limit_threads,
     load_tree,
     make_engine,
     print_json,
@@ -68,7 +67,6 @@ def calibrate(
                              "paths (FORMAT.md)")
         check_gold_paths(tree, items, source=str(queries))
         require_embedder()
-        limit_threads()
         made = make_engine(engine, model, base_url, EngineFlags(dtype=dtype))
         name = made.info.model
         path = out or default_out(name)

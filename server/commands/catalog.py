@@ -15,7 +15,6 @@ from stackroute.server.commands.common import (
     ModelOpt,
     console,
     fail,
-    limit_threads,
     load_tree,
     make_engine,
     print_json,
@@ -41,8 +40,6 @@ def lint(
     """Validate a catalog, print its statistics and every problem; exit 1 on errors."""
     from stackroute.runtime.errors import StackrouteError
 
-    if overlaps or queries is not None:
-        limit_threads()
     try:
         out = _lint_report(catalog, overlaps=overlaps)
         confusion = None
@@ -152,7 +149,6 @@ def build_tree_cmd(
     from stackroute.server.commands.progress import cached_embedder_with_progress, progress_bar
     from stackroute.server.tools.tree_builder import build_tree_file
 
-    limit_threads()
     try:
         namer = make_engine(engine, model, base_url) if model_names else None
         with progress_bar("build-tree: embedding leaves") as bar:

@@ -61,19 +61,23 @@ def test_auto_loads_the_precision_it_names() -> None:
     assert str(loaded.model.dtype) == f"torch.{loaded.dtype}"
 
 
-@pytest.mark.parametrize(("preset", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_the_cli_makes_openmp_threads_sleep_unless_the_operator_says_otherwise(
-        monkeypatch: pytest.MonkeyPatch, preset: str | None, expected: str) -> None:
+@pytest.mark.parametrize(("cores", "preset", "expected"),
+                         [(2, None, "1"), (2, "2", "2"), (8, None, None)])
+def test_the_cli_runs_one_torch_thread_on_two_cores_unless_the_operator_says_otherwise(
+        monkeypatch: pytest.MonkeyPatch, cores: int, preset: str | None,
+        expected: str | None) -> None:
     import os
 
     import stackroute.server.cli as cli
 
-    if preset is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", preset)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    if preset is not None:
+        monkeypatch.setenv("OMP_NUM_THREADS", preset)
+    monkeypatch.delitem(__import__("sys").modules, "torch", raising=False)
     seen = []
-    monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ["OMP_WAIT_POLICY"]))
+    monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("OMP_NUM_THREADS")))
     cli.main()
     assert seen == [expected]
 
