@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from stackroute.bench.environment import environment
+from stackroute.bench.threads_bench import BURNER
 
 PACKAGES = ("runtime", "grammars", "server", "bench")
 
@@ -361,6 +362,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads of each worker in --forced mode (--free too); "
                              "default: each checkout's own")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy-loop processes kept running meanwhile (a shared machine)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if not args.suite and not args.forced:
@@ -377,13 +380,19 @@ def main() -> None:
                 into[name] = namespace_for(Path(folder), Path(tmp) / flag.strip("-"))
         if free and not args.forced:
             parser.error("--free needs --forced (it runs the forced items' requests)")
-        results = {folder.name: run_suite(folder, checkouts, args.limit)
-                   for folder in args.suite}
-        if args.forced:
-            results |= run_forced(args.forced, checkouts, args.limit, args.threads, Path(tmp),
-                                  free)
+        burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(args.busy)]
+        try:
+            results = {folder.name: run_suite(folder, checkouts, args.limit)
+                       for folder in args.suite}
+            if args.forced:
+                results |= run_forced(args.forced, checkouts, args.limit, args.threads,
+                                      Path(tmp), free)
+        finally:
+            for burner in burners:
+                burner.kill()
     names = [*checkouts, *free] if args.forced else list(checkouts)
-    summary: dict[str, Any] = {"suites": {}, "environment": environment()}
+    summary: dict[str, Any] = {"suites": {}, "environment": environment(),
+                               "busy_processes": args.busy}
     for suite, result in results.items():
         here = [n for n in names if n in result]
         line = {name: {k: v for k, v in result[name].items() if k != "rows"} for name in here}
