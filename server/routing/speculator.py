@@ -27,29 +27,29 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.router import RoutingRequest
-from stackroute.runtime.speculation import drafted_requests, matches
+from stackroute.runtime.speculation import drafted_requests
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource
-from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
+from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import PathLevel, PathVerifier
 from stackroute.server.routing.options import DraftSource
 from stackroute.server.routing.recovery import MenuStep
+from stackroute.server.routing.verified import MAX_RUNS_WAITING, WaitingDecisions, kept_levels
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1e-6
 DEFAULT_MAX_LEVELS = 8
 DEFAULT_MAX_FAILED_DRAFTS = 1  # per run: a draft that kept < 2 levels cost a longer pass
-MAX_RUNS_WAITING = 1024
 
 
 @dataclass(frozen=True)
@@ -203,12 +203,6 @@ class DraftBudget:
                 self._failed.popitem(last=False)
 
 
-@dataclass
-class _Waiting:
-    request: RoutingRequest
-    step: MenuStep
-
-
 class Speculator:
     """Drafts, verifies and hands out the verified decisions of one router.
 
@@ -228,13 +222,12 @@ class Speculator:
         self.min_margin = min_margin
         self.max_levels = max_levels
         self.max_failed_drafts = max_failed_drafts
-        self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
+        self.waiting = WaitingDecisions()
         self.budget = DraftBudget(max_failed_drafts)
-        self._lock = threading.Lock()
 
     def step(self, request: RoutingRequest,
              step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
-        waiting = self._take(request)
+        waiting = self.waiting.take(request)
         if waiting is not None:
             return waiting
         verifier = self.verifier
@@ -255,7 +248,7 @@ class Speculator:
             # routing may never go there, so the draft must not fail the run.
             log.debug("draft %s not verifiable: %s", "/".join(names), e)
             return step_by_step(request)
-        kept = self._kept(results, names)
+        kept = kept_levels(results, names, min_margin=self.min_margin)
         if len(kept) < 2:
             self.budget.count_failure(request.run_id)
         if not kept:  # even level 1 was too close to call from the long pass
@@ -276,41 +269,11 @@ class Speculator:
                                           "level": k, "levels": len(names),
                                           "draft": names[k], "source": draft.source,
                                           "accepted": results[k].choice == names[k]}}))
-        with self._lock:
-            self._waiting.pop(request.run_id, None)
-            if len(steps) > 1:
-                self._waiting[request.run_id] = deque(
-                    _Waiting(r, s) for r, s in zip(requests[1:], steps[1:], strict=False))
-                while len(self._waiting) > MAX_RUNS_WAITING:
-                    self._waiting.popitem(last=False)
+        self.waiting.put(request.run_id, requests[1:len(steps)], steps[1:])
         return steps[0]
 
     def record(self, request: RoutingRequest, leaf: Node) -> None:
         self.drafter.record(request, leaf)
-
-    def _kept(self, results: Sequence[MenuResult], names: Sequence[str]) -> list[MenuResult]:
-        kept: list[MenuResult] = []
-        for result, name in zip(results, names, strict=True):
-            if result.margin < self.min_margin:
-                break
-            kept.append(result)
-            if result.choice != name:
-                break
-        return kept
-
-    def _take(self, request: RoutingRequest) -> MenuStep | None:
-        with self._lock:
-            queue = self._waiting.get(request.run_id)
-            if not queue:
-                return None
-            head = queue.popleft()
-            if not queue:
-                del self._waiting[request.run_id]
-            if not matches(head.request, request):
-                self._waiting.pop(request.run_id, None)
-                return None
-            return head.step
-
 
 def _draft_to(request: RoutingRequest, leaf_path: str, source: str) -> Draft | None:
     """The names from `request.node` down to the leaf at `leaf_path`, if it lies below."""

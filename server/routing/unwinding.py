@@ -30,35 +30,27 @@ so one precomputed choice per level is not its decision; it routes step by step.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.router import RoutingRequest
-from stackroute.runtime.speculation import matches, unwinding_requests
+from stackroute.runtime.speculation import unwinding_requests
 from stackroute.runtime.usage import Usage
-from stackroute.server.engines.base import ContextOverflowError, Engine, MenuResult
+from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import LevelVerifier, MenuLevel
 from stackroute.server.routing.recovery import MenuStep
 from stackroute.server.routing.speculator import (
     DEFAULT_MIN_MARGIN,
-    MAX_RUNS_WAITING,
     DraftBudget,
 )
+from stackroute.server.routing.verified import WaitingDecisions, kept_levels
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LEVELS = 8
 DEFAULT_MAX_FAILED_PASSES = 1  # per run
 DONE = CompletionState.DONE.value
-
-
-@dataclass
-class _Waiting:
-    request: RoutingRequest
-    step: MenuStep
 
 
 class Unwinder:
@@ -73,12 +65,11 @@ class Unwinder:
         self.min_margin = min_margin
         self.max_levels = max_levels
         self.budget = DraftBudget(max_failed_passes)  # passes that saved no call, per run
-        self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
-        self._lock = threading.Lock()
+        self.waiting = WaitingDecisions()
 
     def step(self, request: RoutingRequest,
              step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
-        waiting = self._take(request)
+        waiting = self.waiting.take(request)
         if waiting is not None:
             return waiting
         verifier = self.verifier
@@ -96,7 +87,7 @@ class Unwinder:
             # routing may never ask it, so the prediction must not fail the run.
             log.debug("unwinding from %s not computable: %s", request.node.path_str, e)
             return step_by_step(request)
-        kept = self._kept(results)
+        kept = kept_levels(results, [DONE] * len(results), min_margin=self.min_margin)
         if len(kept) < 2:
             self.budget.count_failure(request.run_id)
         if not kept:  # even level 0 was too close to call from the long pass
@@ -113,34 +104,5 @@ class Unwinder:
             steps.append(MenuStep(result.choice, result.probabilities, result.margin, usage, {
                 "margin": result.margin, "unwinding": {
                     "level": k, "levels": len(requests), "accepted": result.choice == DONE}}))
-        with self._lock:
-            self._waiting.pop(request.run_id, None)
-            if len(steps) > 1:
-                self._waiting[request.run_id] = deque(
-                    _Waiting(r, s) for r, s in zip(requests[1:], steps[1:], strict=False))
-                while len(self._waiting) > MAX_RUNS_WAITING:
-                    self._waiting.popitem(last=False)
+        self.waiting.put(request.run_id, requests[1:len(steps)], steps[1:])
         return steps[0]
-
-    def _kept(self, results: Sequence[MenuResult]) -> list[MenuResult]:
-        kept: list[MenuResult] = []
-        for result in results:
-            if result.margin < self.min_margin:
-                break
-            kept.append(result)
-            if result.choice != DONE:
-                break
-        return kept
-
-    def _take(self, request: RoutingRequest) -> MenuStep | None:
-        with self._lock:
-            queue = self._waiting.get(request.run_id)
-            if not queue:
-                return None
-            head = queue.popleft()
-            if not queue:
-                del self._waiting[request.run_id]
-            if not matches(head.request, request):
-                self._waiting.pop(request.run_id, None)
-                return None
-            return head.step
