@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from stackroute.bench.environment import environment
-from stackroute.bench.threads_bench import BURNER
+from stackroute.bench.threads_bench import busy_processes
 
 PACKAGES = ("runtime", "grammars", "server", "bench")
 
@@ -380,16 +380,12 @@ def main() -> None:
                 into[name] = namespace_for(Path(folder), Path(tmp) / flag.strip("-"))
         if free and not args.forced:
             parser.error("--free needs --forced (it runs the forced items' requests)")
-        burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(args.busy)]
-        try:
+        with busy_processes(args.busy):
             results = {folder.name: run_suite(folder, checkouts, args.limit)
                        for folder in args.suite}
             if args.forced:
                 results |= run_forced(args.forced, checkouts, args.limit, args.threads,
                                       Path(tmp), free)
-        finally:
-            for burner in burners:
-                burner.kill()
     names = [*checkouts, *free] if args.forced else list(checkouts)
     summary: dict[str, Any] = {"suites": {}, "environment": environment(),
                                "busy_processes": args.busy}

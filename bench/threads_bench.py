@@ -15,11 +15,13 @@ Prints a Markdown table (medians over rounds, ms) and writes it with every sampl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,19 @@ print(json.dumps(out))
 
 def label(threads: int, policy: str, dtype: str) -> str:
     return f"{dtype}, {threads} thread{'s' if threads > 1 else ''}, {policy} waits"
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """`count` busy-loop processes running for the duration (the other jobs of a shared
+    machine), killed on the way out."""
+    burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
 
 
 def wait_env(policy: str) -> dict[str, str]:
@@ -123,8 +138,7 @@ def main() -> None:
     configs = args.configs
     samples: dict[str, list[dict[str, float]]] = {label(*c): [] for c in configs}
     loads: list[float] = []
-    burners = [subprocess.Popen([sys.executable, "-c", BURNER]) for _ in range(args.busy)]
-    try:
+    with busy_processes(args.busy):
         for round_ in range(args.rounds + 1):
             order = configs if round_ % 2 == 0 else configs[::-1]
             for config in order:
@@ -132,9 +146,6 @@ def main() -> None:
                 if round_:
                     samples[label(*config)].append(result)
             loads.append(os.getloadavg()[0])
-    finally:
-        for burner in burners:
-            burner.kill()
     text = table(samples) + (f"\n{args.busy} busy-loop processes ran meanwhile; 1-minute "
                              f"load average after each round: "
                              f"{', '.join(f'{x:.1f}' for x in loads)}\n")
