@@ -31,21 +31,23 @@ from stackroute.server.routing.menu_scoring import MenuScorer
 from stackroute.server.routing.speculator import (
     DEFAULT_MAX_FAILED_DRAFTS,
     DEFAULT_MAX_LEVELS,
-    DEFAULT_MIN_MARGIN,
     DraftBudget,
     Drafter,
 )
+from stackroute.server.routing.verified import kept_levels, trusted_margin
 
 log = logging.getLogger(__name__)
 
 
 class PathPrefetcher:
     def __init__(self, verifier: PathVerifier, drafter: Drafter, *,
-                 min_margin: float = DEFAULT_MIN_MARGIN, max_levels: int = DEFAULT_MAX_LEVELS,
+                 min_margin: float | None = None, max_levels: int = DEFAULT_MAX_LEVELS,
                  max_failed_drafts: int = DEFAULT_MAX_FAILED_DRAFTS) -> None:
+        """`min_margin` None: the trusted margin for the verifier's precision
+        (`verified.trusted_margin`)."""
         self.verifier = verifier
         self.drafter = drafter
-        self.min_margin = min_margin
+        self.min_margin = trusted_margin(verifier) if min_margin is None else min_margin
         self.max_levels = max_levels
         self.budget = DraftBudget(max_failed_drafts)
 
@@ -76,15 +78,9 @@ class PathPrefetcher:
                                                                "accepted": 0,
                                                                "source": draft.source,
                                                                "fallback": "unverifiable"})
-        kept = 0
-        for k, (drafted, level_bias, result) in enumerate(zip(requests, biases, results,
-                                                             strict=True)):
-            if result.margin < self.min_margin:
-                break
-            scorer.remember(drafted, level_bias, result)
-            kept += 1
-            if result.choice != names[k]:
-                break  # the first disagreement is itself the step-by-step choice
+        kept = len(kept_levels(results, names, min_margin=self.min_margin))
+        for drafted, kept_bias, result in zip(requests[:kept], biases, results, strict=False):
+            scorer.remember(drafted, kept_bias, result)
         if kept < 2:
             self.budget.count_failure(request.run_id)
         accepted = sum(results[k].choice == names[k] for k in range(kept))

@@ -43,11 +43,15 @@ from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import PathLevel, PathVerifier
 from stackroute.server.routing.options import DraftSource
 from stackroute.server.routing.recovery import MenuStep
-from stackroute.server.routing.verified import MAX_RUNS_WAITING, WaitingDecisions, kept_levels
+from stackroute.server.routing.verified import (
+    MAX_RUNS_WAITING,
+    WaitingDecisions,
+    kept_levels,
+    trusted_margin,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MIN_MARGIN = 1e-3  # log-prob; measured pass-vs-steps differences are ~1e-6
 DEFAULT_MAX_LEVELS = 8
 DEFAULT_MAX_FAILED_DRAFTS = 1  # per run: a draft that kept < 2 levels cost a longer pass
 
@@ -212,14 +216,14 @@ class Speculator:
     every level would only repeat the loss)."""
 
     def __init__(self, engine: Engine, drafter: Drafter, *,
-                 min_margin: float = DEFAULT_MIN_MARGIN,
+                 min_margin: float | None = None,
                  max_levels: int = DEFAULT_MAX_LEVELS,
                  max_failed_drafts: int = DEFAULT_MAX_FAILED_DRAFTS) -> None:
         if max_levels < 2:
             raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
         self.verifier = engine if isinstance(engine, PathVerifier) else None
         self.drafter = drafter
-        self.min_margin = min_margin
+        self.min_margin = trusted_margin(engine) if min_margin is None else min_margin
         self.max_levels = max_levels
         self.max_failed_drafts = max_failed_drafts
         self.waiting = WaitingDecisions()

@@ -41,10 +41,9 @@ from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import LevelVerifier, MenuLevel
 from stackroute.server.routing.recovery import MenuStep
 from stackroute.server.routing.speculator import (
-    DEFAULT_MIN_MARGIN,
     DraftBudget,
 )
-from stackroute.server.routing.verified import WaitingDecisions, kept_levels
+from stackroute.server.routing.verified import WaitingDecisions, kept_levels, trusted_margin
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +55,13 @@ DONE = CompletionState.DONE.value
 class Unwinder:
     """Computes the unwinding DONE decisions of one router in one pass and hands them out."""
 
-    def __init__(self, engine: Engine, *, min_margin: float = DEFAULT_MIN_MARGIN,
+    def __init__(self, engine: Engine, *, min_margin: float | None = None,
                  max_levels: int = DEFAULT_MAX_LEVELS,
                  max_failed_passes: int = DEFAULT_MAX_FAILED_PASSES) -> None:
         if max_levels < 2:
             raise ValueError(f"max_levels must be at least 2 to save a call; got {max_levels}")
         self.verifier = engine if isinstance(engine, LevelVerifier) else None
-        self.min_margin = min_margin
+        self.min_margin = trusted_margin(engine) if min_margin is None else min_margin
         self.max_levels = max_levels
         self.budget = DraftBudget(max_failed_passes)  # passes that saved no call, per run
         self.waiting = WaitingDecisions()

@@ -21,6 +21,28 @@ from stackroute.server.engines.base import MenuResult
 from stackroute.server.routing.recovery import MenuStep
 
 MAX_RUNS_WAITING = 1024
+# The closest call a level may have and still be trusted from a long pass, by the engine's
+# precision. float32: one long pass and several short ones differ by about 1e-6 in log-prob.
+# bfloat16 logits are quantised (steps of 0.125 at SmolLM2's logit scale) and differed by up
+# to 0.24 nats between a pass and step-by-step calls on the same prompts
+# (bench/results/2026-12-03-cpu-unwind-bf16), so a closer call there goes step by step.
+MIN_MARGINS = {"float32": 1e-3, "bfloat16": 0.5, "float16": 0.5}
+
+
+def min_margin_for(dtype: str) -> float:
+    """The trusted margin for an engine computing in `dtype` (the strictest for one not
+    listed: a remote or vLLM engine, which verifies no levels anyway).
+
+    >>> min_margin_for("float32"), min_margin_for("bfloat16"), min_margin_for("auto")
+    (0.001, 0.5, 0.5)
+    """
+    return MIN_MARGINS.get(dtype, max(MIN_MARGINS.values()))
+
+
+def trusted_margin(engine: object) -> float:
+    """`min_margin_for` the engine's precision (`engine.info.dtype`; the strictest margin for
+    an engine that reports none)."""
+    return min_margin_for(str(getattr(getattr(engine, "info", None), "dtype", "")))
 
 
 def kept_levels(results: Sequence[MenuResult], expected: Sequence[str], *,
