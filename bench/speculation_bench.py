@@ -289,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="routing calls per task (every variant alike)")
     parser.add_argument("--max-argument-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", default="float32",
+                        help="engine precision; the identity check compares probabilities to "
+                             "1e-4, which only float32 holds across cache states (bfloat16's "
+                             "logits move in steps of 0.125)")
     parser.add_argument("--out", type=Path, default=Path("bench/out/speculation"))
     parser.add_argument("--smoke", action="store_true",
                         help="32 leaves, 1 query, from top, 3 steps, short arguments")
@@ -307,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
-    cached = TransformersEngine(model=args.model, num_threads=args.threads)
+    cached = TransformersEngine(model=args.model, num_threads=args.threads, dtype=args.dtype)
     engines = {True: cached,
                False: TransformersEngine(loaded=cached.loaded, is_cache_enabled=False)}
     embedder = Embedder()

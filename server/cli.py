@@ -37,3 +37,7 @@ def configure_process() -> None:
 def main() -> None:
     configure_process()
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -168,5 +168,7 @@ def _number(value: Any) -> str:
 
 
 def _routing(routing: Mapping[str, Any]) -> str:
-    parts = [f"{k} {v}" for k, v in routing.items() if v is not None]
+    """How the run routed, one line; unwinding only when on (`--json` always has it)."""
+    parts = [f"{k} {v}" for k, v in routing.items()
+             if v is not None and (k, v) != ("unwinding", "off")]
     return " · ".join(parts)

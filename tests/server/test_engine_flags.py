@@ -91,3 +91,13 @@ def test_unwinding_is_a_setting_a_flag_and_part_of_the_routing_description() -> 
     assert options.unwinding and options.describe()["unwinding"] == "on"
     assert ServerSettings(unwinding=True).router_options("no-such-model").unwinding
     assert not ServerSettings().router_options("no-such-model").unwinding
+
+
+def test_the_cli_module_runs_as_a_program() -> None:
+    """`python -m stackroute.server.cli` is how the tests and the benchmarks start `serve`."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "stackroute.server.cli", "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "serve" in done.stdout, done.stderr
