@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackroute.bench.crash_harness import HarnessOptions, run_harness
+from stackroute.bench.crash_harness import PACED_ENGINE, HarnessOptions, run_harness
 from stackroute.bench.multi_instance import relay
 
 
@@ -27,7 +27,8 @@ def test_instances_killed_in_turn_lose_nothing_and_run_no_leaf_twice(
         pg_url: str, tmp_path: Path) -> None:
     report = run_harness(HarnessOptions(
         instances=3, db_url=pg_url, kills=3, max_sessions=8, concurrency=6, seed=11,
-        min_delay_s=1.0, max_delay_s=2.0, lease_s=1.5, out=tmp_path / "crash"))
+        min_delay_s=1.0, max_delay_s=2.0, lease_s=1.5, out=tmp_path / "crash",
+        engine=PACED_ENGINE))  # paced sessions are still running when the kills land
     assert report.is_ok, report.summary()
     assert report.kills == 3 and report.instances == 3
     assert report.sessions_accepted >= 6, report.summary()
