@@ -98,6 +98,10 @@ class FakeEngine:
 
     def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
         self.verify_calls += 1
+        return self._levels(levels)
+
+    def _levels(self, levels: Sequence[PathLevel | Any]) -> list[MenuResult]:
+        """Each level's choice as `choose` would make it; the pass's cost on the first."""
         out = []
         for k, level in enumerate(levels):
             choice = self._pick(level.prompt, level.options)

@@ -21,7 +21,6 @@ from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.speculation import unwinding_requests
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
-from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import MenuResult
 from stackroute.server.engines.verification import MenuLevel
 from stackroute.server.routing.options import RouterOptions
@@ -40,13 +39,7 @@ class LevelEngine(FakeEngine):
 
     def verify_levels(self, levels: Sequence[MenuLevel]) -> list[MenuResult]:
         self.levels_calls += 1
-        out = []
-        for k, level in enumerate(levels):
-            choice = self._pick(level.prompt, level.options)
-            margin = 1e-6 if choice in self.tight else 1.0
-            usage = Usage(model_calls=1, forward_passes=1) if k == 0 else Usage()
-            out.append(self._result(level.prompt, level.options, margin, usage))
-        return out
+        return self._levels(levels)
 
 
 def deep_level_engine(**kw: Any) -> LevelEngine:
