@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from stackroute.bench.datasets import SEAL_DIR
 from stackroute.bench.peers_bench import (
     SYSTEMS,
     PeersOptions,
@@ -34,6 +35,8 @@ INSTALLED = tuple(s for s in SYSTEMS if s not in MISSING)
 
 @pytest.fixture(scope="module")
 def peers_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Any]:
+    if not (SEAL_DIR / "seal-tools.catalog.json").is_file():  # as the shared_data fixture does
+        pytest.skip(f"shared data not found at {SEAL_DIR}")
     out = tmp_path_factory.mktemp("peers")
     summary = run_peers(PeersOptions(num_requests=1, num_arguments=1, systems=SYSTEMS,
                                      out_dir=out, is_warm_up=False,
