@@ -179,6 +179,8 @@ def eval_(
         return
     table = Table("metric", "value")
     for k, v in out.items():
+        if k == "results":  # one row per query: --json lists them
+            continue
         table.add_row(k, json.dumps(v) if isinstance(v, dict) else f"{v:.4g}"
                       if isinstance(v, float) else str(v))
     console.print(table)

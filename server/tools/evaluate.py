@@ -4,7 +4,9 @@ calls and latency, per query and summarised."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,13 +64,44 @@ class QueryResult:
     usage: dict[str, Any]
     format_failures: int
     error: str | None = None
+    query: str = ""
+    arguments: tuple[Mapping[str, Any], ...] = ()  # each call's arguments, in call order
+    gold_args: tuple[Mapping[str, Any], ...] | None = None
+    wall_ms: float = 0.0  # the request's wall time, approvals included
+    params: ParamCounts = field(default_factory=lambda: ParamCounts())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "tags": list(self.tags), "gold": list(self.gold),
-                "called": list(self.called), "success": self.is_success,
-                "args_success": self.is_args_success, "outcome": self.outcome,
-                "usage": self.usage, "format_failures": self.format_failures,
-                "error": self.error}
+        return {"id": self.id, "query": self.query, "tags": list(self.tags),
+                "gold": list(self.gold), "gold_args": None if self.gold_args is None
+                else [dict(a) for a in self.gold_args],
+                "called": list(self.called), "arguments": [dict(a) for a in self.arguments],
+                "success": self.is_success, "args_success": self.is_args_success,
+                "outcome": self.outcome, "usage": self.usage,
+                "format_failures": self.format_failures, "wall_ms": round(self.wall_ms, 1),
+                "params": self.params.to_dict(), "error": self.error}
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Seal-Tools' parameter metric for one query: (leaf, name, value) triples predicted,
+    gold, and in both (values compared after schema coercion)."""
+
+    predicted: int = 0
+    gold: int = 0
+    matched: int = 0
+
+    def __add__(self, other: ParamCounts) -> ParamCounts:
+        return ParamCounts(self.predicted + other.predicted, self.gold + other.gold,
+                           self.matched + other.matched)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"predicted": self.predicted, "gold": self.gold, "matched": self.matched}
+
+    def prf(self) -> dict[str, float]:
+        precision = self.matched / self.predicted if self.predicted else 0.0
+        recall = self.matched / self.gold if self.gold else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return {"param_precision": precision, "param_recall": recall, "param_f1": f1}
 
 
 def run_query(machine: StackMachine, query: Query, *, auto_approve: bool = True) -> RunState:
@@ -81,8 +114,11 @@ def run_query(machine: StackMachine, query: Query, *, auto_approve: bool = True)
         return state
 
 
-def score(tree: CapabilityTree, query: Query, state: RunState) -> QueryResult:
+def score(tree: CapabilityTree, query: Query, state: RunState, *,
+          wall_ms: float = 0.0) -> QueryResult:
     called = tuple(c["path"] for c in state.calls)
+    arguments = tuple(c["arguments"] if isinstance(c["arguments"], Mapping) else {}
+                      for c in state.calls)
     is_success = called == query.gold
     is_args_success = is_success
     if is_success and query.args is not None:
@@ -94,7 +130,31 @@ def score(tree: CapabilityTree, query: Query, state: RunState) -> QueryResult:
     return QueryResult(id=query.id, tags=query.tags, gold=query.gold, called=called,
                        is_success=is_success, is_args_success=is_args_success,
                        outcome=state.status.value, usage=state.usage.to_dict(),
-                       format_failures=state.num_format_failures, error=state.error)
+                       format_failures=state.num_format_failures, error=state.error,
+                       query=query.query, arguments=arguments, gold_args=query.args,
+                       wall_ms=wall_ms, params=param_counts(tree, query, called, arguments))
+
+
+def param_counts(tree: CapabilityTree, query: Query, called: tuple[str, ...],
+                 arguments: tuple[Mapping[str, Any], ...]) -> ParamCounts:
+    """Predicted, gold and matched (leaf, name, value) triples; zero gold where the query
+    file gives no arguments."""
+    if query.args is None:
+        return ParamCounts()
+
+    def triples(paths: Iterable[str], args: Iterable[Mapping[str, Any]],
+                ) -> set[tuple[str, str, str]]:
+        out: set[tuple[str, str, str]] = set()
+        for path, values in zip(paths, args, strict=False):
+            leaf = tree.get(path)
+            props: Mapping[str, Any] = ((leaf.parameters if leaf is not None else None)
+                                        or {}).get("properties", {})
+            out.update((path, k, _norm(v, props.get(k, {}))) for k, v in values.items())
+        return out
+
+    predicted = triples(called, arguments)
+    gold = triples(query.gold, query.args)
+    return ParamCounts(len(predicted), len(gold), len(predicted & gold))
 
 
 def arguments_equal(predicted: Mapping[str, Any], gold: Mapping[str, Any],
@@ -136,6 +196,8 @@ class EvalSummary:
             for t in r.tags:
                 by_tag.setdefault(t, []).append(r.is_success)
         lat = sorted(r.usage.get("latency_ms", 0.0) for r in rs)
+        wall = sorted(r.wall_ms for r in rs)
+        params = sum((r.params for r in rs), ParamCounts())
         return {
             "num_queries": len(rs),
             "success": sum(r.is_success for r in rs) / n,
@@ -146,8 +208,19 @@ class EvalSummary:
             "cached_tokens_mean": _mean(r.usage.get("cached_tokens", 0) for r in rs),
             "model_calls_mean": _mean(r.usage.get("model_calls", 0) for r in rs),
             "latency_ms_p50": statistics.median(lat) if lat else 0.0,
+            "wall_ms_p50": _quantile(wall, 0.5),
+            "wall_ms_p95": _quantile(wall, 0.95),
             "format_failures": sum(r.format_failures for r in rs),
+            **params.prf(),
+            "results": [r.to_dict() for r in rs],
         }
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The nearest-rank quantile of an ascending list (0.0 for none)."""
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def _mean(values: Iterable[float]) -> float:
@@ -159,10 +232,13 @@ def evaluate(machine: StackMachine, tree: CapabilityTree, queries: list[Query],
              ) -> Iterator[QueryResult]:
     """Run and score each query; a failing query is counted, never fatal."""
     for q in queries:
+        started_s = time.perf_counter()
         try:
             state = run_query(machine, q)
-            yield score(tree, q, state)
+            yield score(tree, q, state, wall_ms=(time.perf_counter() - started_s) * 1000)
         except InputError as e:
             yield QueryResult(id=q.id, tags=q.tags, gold=q.gold, called=(), is_success=False,
                               is_args_success=False, outcome="error", usage={},
-                              format_failures=0, error=str(e))
+                              format_failures=0, error=str(e), query=q.query,
+                              gold_args=q.args,
+                              wall_ms=(time.perf_counter() - started_s) * 1000)

@@ -1,0 +1,82 @@
+"""`eval --json` lists every query's result beside the aggregates (DESIGN.md's contract): the
+called paths, their arguments, success, argument success, usage, wall time, and Seal-Tools'
+parameter precision / recall / F1. The keyword engine of console_kit stands in for the model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from console_kit import BANK
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.cli import app
+from stackroute.server.tools.evaluate import EvalSummary, ParamCounts, Query, param_counts
+from typer.testing import CliRunner
+
+ENGINE = ["--engine", "console_kit:build_keyword_engine"]
+RESULT_KEYS = {"id", "query", "tags", "gold", "gold_args", "called", "arguments", "success",
+               "args_success", "outcome", "usage", "format_failures", "wall_ms", "params",
+               "error"}
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    bank = tmp_path / "bank.json"
+    bank.write_text(json.dumps(BANK), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "a", "query": "how many funds do I have", "gold": ["payments/balance"]},
+        {"id": "b", "query": "do I need an umbrella in Lisbon", "gold": ["weather"],
+         "args": [{"city": "Lisbon"}]},
+    ]) + "\n", encoding="utf-8")
+    return bank, queries
+
+
+def test_eval_json_lists_each_query_beside_the_aggregates(files: tuple[Path, Path]) -> None:
+    bank, queries = files
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", *ENGINE])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["num_queries"] == 2
+    assert [r["id"] for r in out["results"]] == ["a", "b"]
+    for row in out["results"]:
+        assert set(row) == RESULT_KEYS
+        assert row["wall_ms"] > 0
+        assert len(row["arguments"]) == len(row["called"])
+        assert row["success"] == (row["called"] == row["gold"])
+    assert out["results"][1]["gold_args"] == [{"city": "Lisbon"}]
+    assert out["success"] == sum(r["success"] for r in out["results"]) / 2
+    assert out["wall_ms_p95"] >= out["wall_ms_p50"] > 0
+    assert {"param_precision", "param_recall", "param_f1"} <= set(out)
+
+
+def test_eval_table_leaves_the_per_query_rows_to_json(files: tuple[Path, Path]) -> None:
+    bank, queries = files
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), *ENGINE])
+    assert result.exit_code == 0, result.output
+    assert "success" in result.stdout and "wall_ms_p50" in result.stdout
+    assert "results" not in result.stdout
+
+
+def test_parameter_counts_compare_values_after_schema_coercion() -> None:
+    tree = build_tree({"name": "r", "children": [{"name": "pay", "description": "Pay.",
+        "parameters": {"type": "object", "properties": {
+            "amount": {"type": "number"}, "payee": {"type": "string"},
+            "note": {"type": "string"}}}}]})
+    query = Query(id="q", query="pay Asha 500", gold=("pay",),
+                  args=({"amount": "500", "payee": "Asha"},), tags=())
+    counts = param_counts(tree, query, ("pay",), ({"amount": 500, "payee": "asha ",
+                                                   "note": "x"},))
+    assert counts == ParamCounts(predicted=3, gold=2, matched=2)
+    assert counts.prf() == pytest.approx({"param_precision": 2 / 3, "param_recall": 1.0,
+                                          "param_f1": 0.8})
+    wrong_leaf = param_counts(tree, query, (), ())
+    assert wrong_leaf == ParamCounts(predicted=0, gold=2, matched=0)
+    assert param_counts(tree, Query(id="n", query="x", gold=("pay",), args=None, tags=()),
+                        ("pay",), ({"amount": 1},)) == ParamCounts()
+
+
+def test_an_empty_summary_has_zero_rates_and_no_rows() -> None:
+    out = EvalSummary().to_dict()
+    assert out["results"] == [] and out["wall_ms_p95"] == 0.0 and out["param_f1"] == 0.0
