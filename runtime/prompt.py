@@ -1,10 +1,16 @@
 """The prompt layout: append-only, so consecutive routing calls share the longest prefix.
 
-A routing call's prompt is the header (system text, then the request) followed by the turns
-of every frame on the stack, in stack order. Each transition only appends to the top frame's
-turns or pushes a new frame, so call N+1's prompt extends call N's; popping a frame drops its
-turns and appends the result to the parent, so the prompt returns to the parent's exact
-prefix. Nothing volatile (ids, times, counters) is ever written into a prompt.
+A routing call's prompt is the header followed by the turns of every frame on the stack, in
+stack order. Each transition only appends to the top frame's turns or pushes a new frame, so
+call N+1's prompt extends call N's; popping a frame drops its turns and appends the result to
+the parent, so the prompt returns to the parent's exact prefix. Nothing volatile (ids, times,
+counters) is ever written into a prompt.
+
+Across requests, `PromptOrder.MENU_FIRST` puts the root's menu in the header (the system
+message), before the request: everything up to the request is then the same for every request
+on a catalog, so an engine's prefix cache computes the root menu's KV once per catalog and
+model. `PromptOrder.REQUEST_FIRST` (the layout before issue 29) opens the root frame's turn
+with the request and lists the root's options after it, so only the system text is shared.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from stackroute.runtime.menu import CompletionState, Menu
@@ -30,12 +37,21 @@ STATE_HELP = {
     CompletionState.BACK: "nothing here fits the request; go back up",
 }
 ROOT_DONE_HELP = "the request is fully handled, or nothing here applies"
+MENU_FOOTER = "Answer with one option name."
+
+
+class PromptOrder(StrEnum):
+    """Where the root's menu sits relative to the request (see the module docstring)."""
+
+    REQUEST_FIRST = "request-first"  # system, then "Request: …" + the root's options
+    MENU_FIRST = "menu-first"  # system + the root's options, then "Request: …"
 
 
 @dataclass(frozen=True, kw_only=True)
 class PromptStyle:
     show_schemas: bool = False  # list each leaf's full JSON schema in the menu (flat baseline)
     max_description_chars: int = 300
+    order: PromptOrder = PromptOrder.REQUEST_FIRST
 
 
 @dataclass(frozen=True)
@@ -61,8 +77,16 @@ class PromptLayout:
         self.style = style or PromptStyle()
 
     def header(self, state: RunState) -> tuple[Message, ...]:
-        """The system text; the request opens the root frame's first turn, so roles alternate
-        (some chat templates reject two user turns in a row)."""
+        """What precedes the request: the system text (with the root's options where the menu
+        comes first). The request opens the root frame's first turn, so roles alternate (some
+        chat templates reject two user turns in a row). Identical for every request on a
+        catalog: `shared_prefix` is this without a run."""
+        return self.shared_prefix()
+
+    def shared_prefix(self) -> tuple[Message, ...]:
+        """The messages every request's prompt on this catalog starts with."""
+        if self.style.order is PromptOrder.MENU_FIRST:
+            return (Message("system", f"{SYSTEM_TEXT}\n\n{self.menu_listing(self.tree.root)}"),)
         return (Message("system", SYSTEM_TEXT),)
 
     def routing_prompt(self, state: RunState) -> Prompt:
@@ -75,20 +99,29 @@ class PromptLayout:
 
     def menu_turn(self, node: Node, *, request: str | None = None) -> Message:
         """The opening turn of a frame: where it is and every option, once per frame (the
-        root's also carries the request)."""
+        root's also carries the request). With the menu first, the root's turn with a request
+        holds only the request: its options are in the header. Without a request it is the
+        full listing in either order (what `menu_fit` counts against the context)."""
+        is_root = node.depth == 0
+        if is_root and request is not None and self.style.order is PromptOrder.MENU_FIRST:
+            return Message("user", f"Request: {request}\n\nYou are at the top level. "
+                                   f"{MENU_FOOTER}")
+        lead = [f"Request: {request}\n"] if request is not None else []
+        return Message("user", "\n".join([*lead, self.menu_listing(node), MENU_FOOTER]))
+
+    def menu_listing(self, node: Node) -> str:
+        """Where a menu is and its options, one line each, completion states last."""
         is_root = node.depth == 0
         where = "the top level" if is_root else node.path_str
-        lines = [f"Request: {request}\n"] if request is not None else []
-        lines.append(f"You are at {where}." + (f" {self._clip(node.description)}"
-                                               if node.description and not is_root else ""))
+        lines = [f"You are at {where}." + (f" {self._clip(node.description)}"
+                                           if node.description and not is_root else "")]
         lines.append("Options:")
         for child in node.children:
             lines.append(self._option_line(child))
         lines.append(f"- DONE: {ROOT_DONE_HELP if is_root else STATE_HELP[CompletionState.DONE]}")
         if not is_root:
             lines.append(f"- BACK: {STATE_HELP[CompletionState.BACK]}")
-        lines.append("Answer with one option name.")
-        return Message("user", "\n".join(lines))
+        return "\n".join(lines)
 
     def arguments_request(self, leaf: Node, request: str) -> Message:
         """The ask for a leaf's arguments. The request is quoted again last, right before the

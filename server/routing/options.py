@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from stackroute.runtime.prompt import PromptOrder
+
 if TYPE_CHECKING:
     from stackroute.server.routing.recovery import RecoveryOptions
 
@@ -51,6 +53,9 @@ class RouterOptions:
     # more routing wall time on a 1-thread CPU, where every level's tokens cost their compute
     # and the small model rarely answers DONE twice (bench/results/2026-12-03-cpu-unwind).
     unwinding: bool = False
+    # Where the root's menu sits: before the request (shared by every request on a catalog,
+    # so its KV is computed once) or after it (runtime/prompt.py, issue 29).
+    prompt_order: PromptOrder = PromptOrder.REQUEST_FIRST
 
     @property
     def policy(self) -> Policy:

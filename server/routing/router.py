@@ -263,8 +263,10 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
             tree, lambda turn: engine.count_tokens(Prompt((turn,))),
             max_context_tokens=engine.info.max_context_tokens,
             max_argument_tokens=(options or RouterOptions()).max_argument_tokens))
-    layout = PromptLayout(tree, PromptStyle(show_schemas=is_flat,
-                                            max_description_chars=base.max_description_chars))
+    layout = PromptLayout(tree, PromptStyle(
+        show_schemas=is_flat, max_description_chars=base.max_description_chars,
+        order=(options or (router.options if router is not None else RouterOptions())
+               ).prompt_order))
     if router is None:
         router = build_router(tree, engine, is_flat=is_flat, options=options,
                               embedder=embedder, evidence=evidence, route_cache=route_cache,
