@@ -13,6 +13,7 @@ input nor our bug, so each is a gateway answer (`http_status`), with the upstrea
 from __future__ import annotations
 
 from stackroute.server.engines.base import EngineError
+from stackroute.server.redaction import redact_secrets
 
 OVERLOADED_STATUS = frozenset({429, 503})  # "busy, come back later", as opposed to broken
 
@@ -22,6 +23,11 @@ class RemoteEngineError(EngineError):
 
     code = "remote_engine_error"
     http_status = 502
+
+    def __init__(self, message: str) -> None:
+        # Messages name the URL they tried, and a base URL may carry `user:password@`: the
+        # password never reaches a client or a log line (server/redaction.py).
+        super().__init__(redact_secrets(message))
 
 
 class RemoteUnavailableError(RemoteEngineError):

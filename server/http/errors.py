@@ -33,6 +33,7 @@ from stackroute.runtime.errors import (
     StateError,
 )
 from stackroute.server.engines.base import ContextOverflowError, EngineError
+from stackroute.server.redaction import redact_secrets
 from stackroute.server.service.engine_queue import QueueFullError
 from stackroute.server.service.store_protocol import StoreBusyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -123,7 +124,9 @@ def error_response(status: int, *, code: str, message: str, param: str | None = 
 
 def _utf8(text: str) -> str:
     """Text that encodes as UTF-8: a message that quotes the request can carry a lone
-    surrogate (JSON allows the escape "\\ud800"), which would fail the response itself."""
+    surrogate (JSON allows the escape "\\ud800"), which would fail the response itself. And
+    no secret: a URL's password is redacted from every error a client sees."""
+    text = redact_secrets(text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

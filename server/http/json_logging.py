@@ -15,6 +15,8 @@ import logging.config
 from datetime import UTC, datetime
 from typing import Any
 
+from stackroute.server.redaction import redact_secrets
+
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message", "asctime", "taskName", "color_message"}  # uvicorn's ANSI-coloured duplicate
@@ -33,7 +35,9 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False, default=str)
+        # Every line leaves through here: no URL password or secret parameter in it, whatever
+        # a message, an extra field or a chained exception quoted (server/redaction.py).
+        return redact_secrets(json.dumps(out, ensure_ascii=False, default=str))
 
 
 def logging_config(level: str) -> dict[str, Any]:
