@@ -116,6 +116,20 @@ class ServerSettings(BaseSettings):
         "maxLength (and unbounded formats such as email) end after this many characters, so "
         "argument generation ends")
     log_level: LogLevel = LogLevel.INFO
+    # -- OpenAI tool calling and leniency (server/http/openai_*, server/service/tool_*) ----
+    strict_openai: bool = Field(
+        False, description="refuse OpenAI-API fields this server does not implement (400 "
+        "unsupported_field) instead of ignoring them with a warning and the "
+        "X-Stackroute-Ignored-Fields response header")
+    max_tool_menu: int = Field(
+        40, ge=2, description="a chat request's tools list wider than this is grouped into a "
+        "tree (build-tree) before it is routed; narrower ones are one menu")
+    max_tool_catalogs: int = Field(
+        64, ge=1, description="tools lists kept built (by content hash) in memory")
+    max_tool_runs: int = Field(
+        4096, ge=1, description="routing runs kept waiting for a tool result (the tool_call "
+        "id names one); the oldest are forgotten")
+    # -- end of OpenAI tool calling ----------------------------------------------------------
     # -- sessions and request hardening (server/service, server/http) --------------------
     max_session_workers: int = Field(4, ge=1, description="sessions stepped at the same time")
     max_active_sessions: int = Field(

@@ -125,6 +125,8 @@ class SamplingOptions:
     stop: tuple[str, ...] = ()
     top_logprobs: int | None = None  # None: no logprobs; 0: the chosen token's only
     seed: int | None = None
+    top_p: float = 1.0  # nucleus sampling (temperature > 0): the smallest set of tokens
+    # whose probabilities sum to top_p; 1.0: every token
 
 
 PromptInput = Prompt | str  # chat messages (rendered with the chat format) or raw text

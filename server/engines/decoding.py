@@ -214,6 +214,8 @@ class Decoder:
         logp = torch.log_softmax(logits, dim=-1)
         if self.sampling.temperature > 0:
             probs = torch.softmax(logits / self.sampling.temperature, dim=-1)
+            if self.sampling.top_p < 1.0:
+                probs = _nucleus(torch, probs, self.sampling.top_p)
             token = int(torch.multinomial(probs, 1, generator=self.generator).item())
         else:
             token = int(torch.argmax(logits).item())
@@ -230,3 +232,12 @@ class Decoder:
             return False
         tail = self.decode(self.out.token_ids[-16:])
         return any(s in tail for s in self.sampling.stop)
+
+
+def _nucleus(torch: Any, probs: Any, top_p: float) -> Any:
+    """`probs` [vocab] kept on the smallest set of most likely tokens whose mass reaches
+    `top_p` (the most likely token always stays), the rest zeroed; multinomial renormalises."""
+    sorted_probs, order = torch.sort(probs, descending=True)
+    before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # mass ahead of each token
+    sorted_probs[before >= top_p] = 0.0
+    return torch.zeros_like(probs).scatter(0, order, sorted_probs)

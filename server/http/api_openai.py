@@ -8,6 +8,11 @@ same constraint: `structured_outputs` and `response_format` stream too) and each
 as an OpenAI chunk at once (`engine_stream.py` carries them from the worker thread). The
 response starts with the first piece, so an error before it (a full queue, a prompt too long)
 is still answered with its HTTP status; an error after it is an `error` event.
+
+A chat request with `tools` is routed through their tree (`openai_tools.py`): a decided call
+comes back as `tool_calls`; a run that ends without one is answered in words, as here. Fields
+this server does not implement are ignored and named (`openai_leniency.py`), or refused with
+`strict_openai`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -32,6 +37,7 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
+from stackroute.server.http import openai_leniency, openai_tools
 from stackroute.server.http import openai_views as views
 from stackroute.server.http.app_state import AppState, get_state
 from stackroute.server.http.engine_stream import Finished, stream_call
@@ -89,10 +95,16 @@ async def get_model(model_id: str, request: Request) -> ModelCard:
 
 @router.post("/chat/completions", response_model=ChatCompletion, summary="Chat completion",
              responses={200: {"content": _STREAM_DOC}, **_ERRORS})
-async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
+async def chat_completions(body: ChatCompletionRequest, request: Request,
+                           response: Response) -> Any:
     state = get_state(request)
     _check_model(state.engine, body.model)
+    headers = _lenient(body, state, request, response)
     _check_common(body)
+    n = body.n or 1
+    if n > 1 and openai_tools.is_routed(body):
+        raise InvalidParameterError("n: a request routed through tools answers once; send "
+                                    "n: 1 (or tool_choice: none)", param="n")
     if body.top_logprobs is not None and not body.logprobs:
         raise InvalidParameterError("top_logprobs needs logprobs: true", param="top_logprobs")
     if body.max_tokens is not None and body.max_completion_tokens is not None \
@@ -109,26 +121,45 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     prompt = Prompt(tuple(_message(m) for m in body.messages))
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()),
             "model": state.engine.info.model}
+    routed = await openai_tools.route_chat(body, state, request) \
+        if openai_tools.is_routed(body) else None
+    if routed is not None and routed.turn.call is not None:
+        if body.stream:
+            return sse_response(openai_tools.tool_call_stream(
+                head, routed, include_usage=_include_usage(body)), headers=headers)
+        return openai_tools.tool_call_completion(head, routed)
     if body.stream:
         items = await _stream(state, [prompt], constraint, sampling, endpoint="chat")
         return sse_response(views.chat_stream(
             head, items, top_logprobs=top, include_usage=_include_usage(body),
-            request_id=request_id_of(request)))
-    generations = await _generate(state, [prompt], constraint, sampling, endpoint="chat")
-    gen = generations[0]
+            request_id=request_id_of(request),
+            routed_usage=None if routed is None else routed.usage), headers=headers)
+    generations = []
+    for i in range(n):  # each answer its own seed: sampled answers differ
+        sampled = sampling if i == 0 else _sampling(
+            body, max_tokens=max_tokens, top_logprobs=top, offset=i)
+        generations += await _generate(state, [prompt], constraint, sampled, endpoint="chat")
+    total = sum((g.usage for g in generations), Usage())
     return ChatCompletion(
-        **head, choices=[ChatChoice(index=0, message=AssistantMessage(content=gen.text),
+        **head, choices=[ChatChoice(index=i, message=AssistantMessage(content=gen.text),
                                     logprobs=views.chat_logprobs(gen, top),
-                                    finish_reason=views.finish(gen))],
-        usage=views.usage(gen.usage))
+                                    finish_reason=views.finish(gen))
+                         for i, gen in enumerate(generations)],
+        usage=views.usage(total) if routed is None else openai_tools.completion_usage(
+            total + routed.usage, routing_calls=routed.num_routing_calls),
+        tool_routing=None if routed is None else routed.routing())
 
 
 @router.post("/completions", response_model=Completion, summary="Text completion (raw prompt)",
              responses={200: {"content": _STREAM_DOC}, **_ERRORS})
-async def completions(body: CompletionRequest, request: Request) -> Any:
+async def completions(body: CompletionRequest, request: Request, response: Response) -> Any:
     state = get_state(request)
     _check_model(state.engine, body.model)
+    headers = _lenient(body, state, request, response)
     _check_common(body)
+    if body.n is not None and body.n != 1:
+        raise InvalidParameterError(f"n: /v1/completions answers each prompt once; send "
+                                    f"several prompts instead (got n={body.n})", param="n")
     prompts = [body.prompt] if isinstance(body.prompt, str) else list(body.prompt)
     if not 1 <= len(prompts) <= MAX_PROMPTS:
         raise InvalidParameterError(f"prompt: send 1 to {MAX_PROMPTS} prompts; got "
@@ -143,7 +174,7 @@ async def completions(body: CompletionRequest, request: Request) -> Any:
                               endpoint="completions")
         return sse_response(views.completion_stream(
             head, items, top_logprobs=body.logprobs, include_usage=_include_usage(body),
-            request_id=request_id_of(request)))
+            request_id=request_id_of(request)), headers=headers)
     generations = await _generate(state, list(prompts), constraint, sampling,
                                   endpoint="completions")
     total = sum((g.usage for g in generations), Usage())
@@ -167,16 +198,23 @@ def _check_max_tokens(max_tokens: int, limit: int, param: str) -> None:
                                     param=param)
 
 
+def _lenient(body: ChatCompletionRequest | CompletionRequest, state: AppState,
+             request: Request, response: Response) -> dict[str, str]:
+    """Name the fields this server ignores (a 400 with `strict_openai`); the header that
+    names them is set on `response` and returned for a streamed one."""
+    names = openai_leniency.judge(body, is_strict=state.settings.strict_openai,
+                                  request_id=request_id_of(request))
+    headers = openai_leniency.header_of(names)
+    response.headers.update(headers)
+    return headers
+
+
 def _check_common(body: ChatCompletionRequest | CompletionRequest) -> None:
-    if body.top_p is not None and body.top_p != 1.0:
-        raise InvalidParameterError(f"top_p: only 1.0 is supported; got {body.top_p}",
-                                    param="top_p")
-    if body.n is not None and body.n != 1:
-        raise InvalidParameterError(f"n: only 1 is supported; got {body.n}", param="n")
-    for name in ("frequency_penalty", "presence_penalty"):
-        value = getattr(body, name)
-        if value:
-            raise InvalidParameterError(f"{name}: only 0 is supported; got {value}", param=name)
+    if body.n is not None and body.n > MAX_PROMPTS:
+        raise InvalidParameterError(f"n: at most {MAX_PROMPTS}; got {body.n}", param="n")
+    if body.n is not None and body.n > 1 and body.stream:
+        raise InvalidParameterError("n: a streamed answer is one answer; send n: 1 with "
+                                    "stream: true", param="n")
     if body.stream_options is not None and not body.stream:
         raise InvalidParameterError("stream_options needs stream: true", param="stream_options")
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
@@ -186,13 +224,15 @@ def _check_common(body: ChatCompletionRequest | CompletionRequest) -> None:
 
 
 def _sampling(body: ChatCompletionRequest | CompletionRequest, *, max_tokens: int,
-              top_logprobs: int | None) -> SamplingOptions:
+              top_logprobs: int | None, offset: int = 0) -> SamplingOptions:
+    """`offset`: the answer's index among n; a seeded request's answers use seed + offset."""
     temperature = body.temperature or 0.0
     # Without a seed a sampled answer should vary between calls, as clients expect.
-    seed = body.seed if body.seed is not None or temperature == 0 else secrets.randbits(63)
+    seed = (body.seed + offset) % 2**63 if body.seed is not None \
+        else None if temperature == 0 else secrets.randbits(63)
     stops = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
     return SamplingOptions(max_tokens=max_tokens, temperature=temperature, stop=stops,
-                           top_logprobs=top_logprobs, seed=seed)
+                           top_logprobs=top_logprobs, seed=seed, top_p=body.top_p or 1.0)
 
 
 def _include_usage(body: ChatCompletionRequest | CompletionRequest) -> bool:
@@ -200,10 +240,15 @@ def _include_usage(body: ChatCompletionRequest | CompletionRequest) -> bool:
 
 
 def _message(message: ChatMessage) -> Message:
-    role = "system" if message.role == "developer" else message.role
-    content = message.content if isinstance(message.content, str) \
-        else "\n".join(part.text for part in message.content)
-    return Message(role, content)
+    """A chat message as the engine renders it: a tool result as a user turn naming its
+    call, an assistant's calls as text when it said nothing else."""
+    if message.role == "tool":
+        return Message("user", f"Result of tool call {message.tool_call_id}: {message.text}")
+    if message.role == "assistant" and message.tool_calls and not message.text:
+        calls = "; ".join(f"{c.function.name}({c.function.arguments})"
+                          for c in message.tool_calls)
+        return Message("assistant", f"Calling {calls}")
+    return Message("system" if message.role == "developer" else message.role, message.text)
 
 
 async def _generate(state: AppState, prompts: list[PromptInput], constraint: Constraint | None,

@@ -1,7 +1,9 @@
 """Request and response bodies of the OpenAI-compatible API (pydantic: the HTTP edge).
 
-Requests forbid unknown fields: a field this server does not implement is a 400 that names it
-(see `errors.py`), never silently ignored. Fields are those of OpenAI's chat and legacy
+Requests allow unknown fields so common clients work unchanged: the endpoint names each one it
+ignores in a logged warning and the `X-Stackroute-Ignored-Fields` response header, or refuses
+it with a 400 when the server runs with `strict_openai` (`openai_leniency.py`). Fields are
+those of OpenAI's chat (tool calling included: `openai_tool_schemas.py`) and legacy
 completions APIs, plus vLLM's `structured_outputs`.
 """
 
@@ -9,9 +11,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+from stackroute.server.http.openai_tool_schemas import (
+    LENIENT,
+    ToolCall,
+    ToolCallOut,
+    ToolChoice,
+    ToolDefinition,
+    ToolRouting,
+)
 
-_STRICT = ConfigDict(extra="forbid")
+_STRICT = LENIENT  # the request models' config: unknown fields are collected, then judged
 MAX_STOP_STRINGS = 16
 MAX_TOP_LOGPROBS = 20
 MAX_PROMPTS = 16  # prompts in one /v1/completions request
@@ -26,9 +36,22 @@ class TextPart(BaseModel):
 
 class ChatMessage(BaseModel):
     model_config = _STRICT
-    role: Literal["system", "developer", "user", "assistant"] = Field(
-        description="'developer' is read as 'system'")
-    content: str | list[TextPart] = Field(description="text, or text parts joined by newlines")
+    role: Literal["system", "developer", "user", "assistant", "tool"] = Field(
+        description="'developer' is read as 'system'; 'tool' hands back a call's result")
+    content: str | list[TextPart] | None = Field(
+        None, description="text, or text parts joined by newlines; null on an assistant "
+                          "message that carries tool_calls")
+    name: str | None = Field(None, description="a participant's name; accepted, not used")
+    tool_calls: list[ToolCall] | None = Field(None, description="assistant: the calls it made")
+    tool_call_id: str | None = Field(None, description="tool: the call this result answers")
+
+    @property
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text for part in self.content)
 
 
 class StructuredOutputs(BaseModel):
@@ -80,8 +103,11 @@ class _SamplingFields(BaseModel):
     model_config = _STRICT
     model: str | None = Field(None, description="the served model's id (GET /v1/models)")
     temperature: float | None = Field(None, ge=0, le=2, description="0 or absent: greedy")
-    top_p: float | None = Field(None, description="only 1.0 is supported")
-    n: int | None = Field(None, description="only 1 is supported")
+    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (with "
+                                "temperature > 0): sample from the smallest set of tokens "
+                                "whose probabilities sum to top_p")
+    n: int | None = Field(None, ge=1, description="answers to generate (not with stream or "
+                                                  "tools)")
     stop: str | list[str] | None = Field(None, description="cut the answer before these")
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
     stream: bool | None = False
@@ -91,10 +117,18 @@ class _SamplingFields(BaseModel):
     user: str | None = Field(None, description="an end-user id; recorded nowhere")
     structured_outputs: StructuredOutputs | None = None
     response_format: ResponseFormat | None = None
+    metadata: dict[str, Any] | None = Field(None, description="accepted; recorded nowhere")
+    store: bool | None = Field(None, description="accepted; nothing is stored for later")
 
 
 class ChatCompletionRequest(_SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
+    tools: list[ToolDefinition] | None = Field(
+        None, description="functions the request may call: routed through their tree")
+    tool_choice: ToolChoice | None = Field(
+        None, description="auto (default with tools) | required | none | a named function")
+    parallel_tool_calls: bool | None = Field(
+        None, description="accepted; the tree routes one call per turn")
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     logprobs: bool | None = False
@@ -110,7 +144,7 @@ class CompletionRequest(_SamplingFields):
 
 
 # -- responses ---------------------------------------------------------------------------------
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "tool_calls"]
 
 
 class TopLogprob(BaseModel):
@@ -130,8 +164,9 @@ class ChatLogprobs(BaseModel):
 
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
     refusal: str | None = None
+    tool_calls: list[ToolCallOut] | None = None
 
 
 class ChatChoice(BaseModel):
@@ -150,6 +185,10 @@ class CompletionUsage(BaseModel):
     completion_tokens: int
     total_tokens: int
     prompt_tokens_details: PromptTokensDetails
+    model_calls: int | None = Field(None, description="engine calls behind the answer")
+    routing_calls: int | None = Field(None, description="tool requests: menu decisions made")
+    prefill_tokens: int | None = Field(None, description="prompt tokens the model ran over "
+                                                         "(the rest came from the cache)")
 
 
 class ChatCompletion(BaseModel):
@@ -159,6 +198,7 @@ class ChatCompletion(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: CompletionUsage
+    tool_routing: ToolRouting | None = Field(None, description="tool requests: the routing")
 
 
 class CompletionLogprobs(BaseModel):

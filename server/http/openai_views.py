@@ -87,10 +87,12 @@ StreamItem = tuple[int, TextDelta | Generation]  # (choice index, a delta or its
 
 async def chat_stream(head: dict[str, Any], items: AsyncGenerator[StreamItem, None], *,
                       top_logprobs: int | None, include_usage: bool,
-                      request_id: str | None) -> AsyncIterator[SseEvent]:
+                      request_id: str | None,
+                      routed_usage: Usage | None = None) -> AsyncIterator[SseEvent]:
     """`chat.completion.chunk` events as the engine produces the answer: the role, one chunk
     per delta, then the finish reason (with the answer's logprobs, when asked for), the usage
-    (with `include_usage`) and `[DONE]`. An error after the first chunk is an `error` event."""
+    (with `include_usage`; `routed_usage`: the tools' routing calls before the answer, added)
+    and `[DONE]`. An error after the first chunk is an `error` event."""
     head = {**head, "object": "chat.completion.chunk"}
 
     def chunk(delta: dict[str, Any], **extra: Any) -> SseEvent:
@@ -107,8 +109,9 @@ async def chat_stream(head: dict[str, Any], items: AsyncGenerator[StreamItem, No
             yield chunk({}, finish_reason=finish(value),
                         logprobs=None if logprobs is None else logprobs.model_dump())
             if include_usage:
+                total = value.usage if routed_usage is None else value.usage + routed_usage
                 yield SseEvent({**head, "choices": [],
-                                "usage": usage(value.usage).model_dump()})
+                                "usage": usage(total).model_dump(exclude_none=True)})
     except Exception as error:  # the stream has begun: an error event, not a status
         yield SseEvent(stream_error(error, request_id))
     finally:

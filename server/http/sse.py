@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +106,12 @@ async def _with_keepalive(events: AsyncIterator[SseEvent], keepalive_s: float,
 
 
 def sse_response(events: AsyncIterator[SseEvent], *, keepalive_s: float = KEEPALIVE_S,
-                 status_code: int = 200) -> StreamingResponse:
-    """A `text/event-stream` response that sends each event as it arrives."""
+                 status_code: int = 200,
+                 headers: Mapping[str, str] | None = None) -> StreamingResponse:
+    """A `text/event-stream` response that sends each event as it arrives (`headers` are
+    sent besides the stream's own)."""
     if keepalive_s <= 0:
         raise ValueError(f"keepalive_s must be > 0 seconds, got {keepalive_s}")
     return StreamingResponse(_with_keepalive(events, keepalive_s), status_code=status_code,
-                             media_type="text/event-stream", headers=SSE_HEADERS)
+                             media_type="text/event-stream",
+                             headers={**(headers or {}), **SSE_HEADERS})
