@@ -81,6 +81,10 @@ class EngineInfo:
     model: str
     max_context_tokens: int
     dtype: str = ""
+    # What this engine chose at start, as (name, value) pairs for /readyz and logs: how
+    # prompts render ("prompt_rendering": "template" | "chatml" | ...), which constraint API
+    # a remote upstream offers ("constraints"), whether it sends logprobs ("logprobs").
+    features: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

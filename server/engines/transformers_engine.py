@@ -20,6 +20,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.jump_forward import JumpForward
@@ -49,6 +50,7 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
+from stackroute.server.engines.chat_template import read_chat_template
 from stackroute.server.engines.common import (
     Counters,
     check_context,
@@ -82,20 +84,24 @@ class TransformersEngine:
                  max_string_chars: int | None = DEFAULT_MAX_STRING_CHARS,
                  is_jump_forward: bool = True,
                  max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS,
+                 chat_template: str | Path | None = None,
                  loaded: LoadedModel | None = None) -> None:
         """`max_string_chars` caps JSON strings whose schema sets no `maxLength` (None: no
         cap; `grammars/string_caps.py`); `is_jump_forward=False` samples every token, forced
         or not (for comparison only: it costs a pass per forced token); `max_draft_tokens`
         bounds the tokens a greedy generation drafts from its prompt per pass (0: none;
-        `prompt_lookup.py`)."""
+        `prompt_lookup.py`); `chat_template` is a template file that replaces the model's
+        own (`chat_template.py`; used where it is prefix-stable)."""
         self.loaded = loaded or load_model(resolve_model(model), dtype=dtype,
                                            num_threads=num_threads)
         self.model = self.loaded.model
         self.tokenizer = self.loaded.tokenizer
-        self.renderer = ChatRenderer(self.tokenizer)
+        self.renderer = ChatRenderer(self.tokenizer, chat_template=None if chat_template is None
+                                     else read_chat_template(chat_template))
         self.info = EngineInfo(engine="transformers", model=self.loaded.name,
                                max_context_tokens=self.loaded.max_context_tokens,
-                               dtype=self.loaded.dtype)
+                               dtype=self.loaded.dtype,
+                               features=(("prompt_rendering", self.renderer.rendering),))
         self.cache = PrefixCache(max_bytes=cache_bytes)
         self.is_cache_enabled = is_cache_enabled
         self.fingerprint = tokenizer_fingerprint(self.tokenizer)

@@ -38,17 +38,14 @@ import itertools
 import logging
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.menu import CompiledMenu, compile_menu
 from stackroute.grammars.schema import grammar_tokenizer_info
-from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -59,7 +56,6 @@ from stackroute.server.engines.base import (
     Constraint,
     ConstraintKind,
     DeltaSink,
-    EngineError,
     EngineInfo,
     Generation,
     MenuResult,
@@ -67,11 +63,17 @@ from stackroute.server.engines.base import (
     PromptInput,
     SamplingOptions,
 )
+from stackroute.server.engines.chat_template import read_chat_template
 from stackroute.server.engines.common import (
     Counters,
     check_context,
     generation_from_choice,
     single_option_result,
+)
+from stackroute.server.engines.engine_args import (
+    check_engine_args,
+    normalise_engine_args,
+    vllm_engine_arg_names,
 )
 from stackroute.server.engines.loop_thread import LoopThread
 from stackroute.server.engines.menu_variants import menu_variants
@@ -83,6 +85,13 @@ from stackroute.server.engines.option_scoring import (
 )
 from stackroute.server.engines.rendering import ChatRenderer
 from stackroute.server.engines.streaming import TextAssembler
+from stackroute.server.engines.vllm_options import (  # re-exported: importable from here
+    MenuMode,
+    VllmNotInstalledError,
+    VllmOptions,
+    VllmRequestError,
+    _set_batch_invariance,
+)
 from stackroute.server.engines.vllm_requests import (
     answer_steps,
     check_finished,
@@ -91,45 +100,13 @@ from stackroute.server.engines.vllm_requests import (
 )
 from stackroute.server.engines.vllm_scoring import score_branch_points, score_params
 
+__all__ = ["GPU_MEMORY_ENV", "MenuMode", "VllmEngine", "VllmNotInstalledError", "VllmOptions",
+           "VllmRequestError"]
+
 log = logging.getLogger(__name__)
 
 GPU_MEMORY_ENV = "STACKROUTE_VLLM_GPU_MEMORY_UTILIZATION"
 _WARM_UP_PROMPT = Prompt((Message("user", "Warm-up."),))
-
-
-class MenuMode(StrEnum):
-    SCORE = "score"  # logprob_token_ids over the canonical trie: exact, one or two requests
-    CONSTRAINED = "constrained"  # structured_outputs choice + post-mask logprobs: estimated
-
-
-class VllmNotInstalledError(InputError, EngineError):
-    """`--engine vllm` where vLLM is not installed (the operator's choice to fix)."""
-
-    code = "engine_unavailable"
-    http_status = 400
-
-
-class VllmRequestError(InputError, EngineError):
-    """vLLM refused a request for its content (an invalid schema or regex, say)."""
-
-    code = "invalid_constraint"
-    http_status = 400
-
-
-@dataclass(frozen=True, kw_only=True)
-class VllmOptions:
-    dtype: str = "auto"  # the checkpoint's dtype (bf16 for most); CPU needs "bfloat16"
-    max_model_len: int | None = None  # None: the model's own
-    max_num_seqs: int = 64  # sequences per batch
-    # None: $STACKROUTE_VLLM_GPU_MEMORY_UTILIZATION, else 0.85 (two engines on one GPU: 0.4)
-    gpu_memory_utilization: float | None = None
-    enforce_eager: bool = False  # skip CUDA graphs / torch.compile: faster start, slower calls
-    is_batch_invariant: bool = False
-    seed: int = 0
-    menu_mode: MenuMode = MenuMode.SCORE
-    top_logprobs: int = 20  # constrained mode's top-k (vLLM's max_logprobs default)
-    request_timeout_s: float = 600.0
-    max_string_chars: int | None = DEFAULT_MAX_STRING_CHARS  # grammars/string_caps.py
 
 
 class VllmEngine:
@@ -137,7 +114,14 @@ class VllmEngine:
     its engine process."""
 
     def __init__(self, *, model: str | None = None, is_cache_enabled: bool = True,
-                 options: VllmOptions | None = None, base_url: str | None = None) -> None:
+                 options: VllmOptions | None = None, base_url: str | None = None,
+                 engine_args: Mapping[str, Any] | None = None,
+                 served_model_name: str | None = None,
+                 chat_template: str | Path | None = None) -> None:
+        """`engine_args` go to vLLM's `AsyncEngineArgs` as given (checked against its fields;
+        they override `options`); `served_model_name` is the name the OpenAI API answers to
+        (default: the model folder's name); `chat_template` a template file replacing the
+        model's own (`chat_template.py`)."""
         if base_url is not None:
             raise InputError("engine 'vllm' runs the model in this process; for a server at "
                              f"{base_url} use --engine remote")
@@ -148,6 +132,11 @@ class VllmEngine:
                                         "(CPU only); docs/gpu.md")
         self.options = o = options or VllmOptions()
         self.is_cache_enabled = is_cache_enabled
+        self.engine_args = check_engine_args(normalise_engine_args(engine_args or {}),
+                                             known=vllm_engine_arg_names())
+        if served_model_name is not None and not served_model_name.strip():
+            raise InputError("--served-model-name is empty; leave it unset to serve the model "
+                             "under its folder's name")
         started = time.perf_counter()
         _set_batch_invariance(o.is_batch_invariant)
         from stackroute.server.engines.model_store import _model_name, resolve_model
@@ -155,7 +144,8 @@ class VllmEngine:
 
         model_dir = resolve_model(model)  # a GGUF becomes a folder once (vLLM on CPU needs it)
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-        self.renderer = ChatRenderer(self.tokenizer)
+        self.renderer = ChatRenderer(self.tokenizer, chat_template=None if chat_template is None
+                                     else read_chat_template(chat_template))
         self.fingerprint = tokenizer_fingerprint(self.tokenizer)
         self.menus: ConstraintCache[CompiledMenu] = ConstraintCache()
         self._counters = Counters(
@@ -172,9 +162,10 @@ class VllmEngine:
             raise
         config = self._llm.model_config
         self._vocab_size = int(config.get_vocab_size())
-        self.info = EngineInfo(engine="vllm", model=_model_name(model_dir),
+        self.info = EngineInfo(engine="vllm", model=served_model_name or _model_name(model_dir),
                                max_context_tokens=int(config.max_model_len),
-                               dtype=str(config.dtype).removeprefix("torch."))
+                               dtype=str(config.dtype).removeprefix("torch."),
+                               features=(("prompt_rendering", self.renderer.rendering),))
         self._vocab_bytes: tuple[bytes, ...] | None = None
         self._warm_up()
         self.start_s = time.perf_counter() - started
@@ -187,13 +178,17 @@ class VllmEngine:
 
         o = self.options
         memory = o.gpu_memory_utilization or float(os.environ.get(GPU_MEMORY_ENV, "0.85"))
-        args = AsyncEngineArgs(
-            model=model_dir, dtype=o.dtype, max_model_len=o.max_model_len, seed=o.seed,
-            max_num_seqs=o.max_num_seqs, enable_prefix_caching=self.is_cache_enabled,
-            gpu_memory_utilization=memory, enforce_eager=o.enforce_eager,
-            max_logprobs=max(o.top_logprobs, 20),
+        chosen: dict[str, Any] = dict(
+            dtype=o.dtype, max_model_len=o.max_model_len, seed=o.seed,
+            max_num_seqs=o.max_num_seqs, gpu_memory_utilization=memory,
+            enforce_eager=o.enforce_eager, max_logprobs=max(o.top_logprobs, 20),
             structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
             disable_log_stats=True)
+        chosen |= self.engine_args  # the operator's pass-through wins
+        if self.engine_args:
+            log.info("vLLM engine arguments passed through: %s", self.engine_args)
+        args = AsyncEngineArgs(model=model_dir, enable_prefix_caching=self.is_cache_enabled,
+                               **chosen)
         return AsyncLLM.from_engine_args(args)
 
     def close(self) -> None:
@@ -395,14 +390,3 @@ class VllmEngine:
             info = grammar_tokenizer_info(self.tokenizer, self._vocab_size)
             self._vocab_bytes = info.decoded_vocab
         return self._vocab_bytes
-
-
-def _set_batch_invariance(is_enabled: bool) -> None:
-    """vLLM reads VLLM_BATCH_INVARIANT when it is imported, process-wide."""
-    current = os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0")
-    if is_enabled == current:
-        return
-    if "vllm" in sys.modules:
-        raise InputError("batch invariance must be chosen before vLLM is imported: set "
-                         f"VLLM_BATCH_INVARIANT={int(is_enabled)} at process start")
-    os.environ["VLLM_BATCH_INVARIANT"] = "1" if is_enabled else "0"
