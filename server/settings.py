@@ -144,6 +144,22 @@ class ServerSettings(BaseSettings):
     max_leaf_memory_mb: int | None = Field(
         1024, ge=16, description="address-space limit of a leaf worker process "
         "(leaf_isolation=process), MiB; none: no limit")
+    # -- browser and scrape hardening (server/http/origin_guard.py, metrics.py) ----------
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Host names served besides the loopback names and "
+        "the bound host (a reverse proxy's or DNS name); '*' serves any (DNS rebinding guard; "
+        "a server bound to 0.0.0.0 serves any Host unless this lists them)")
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="browser origins (scheme://host[:port]) allowed to "
+        "call the API besides the server's own, e.g. a console behind a TLS proxy")
+    serve_docs: bool = Field(
+        False, description="serve the interactive API docs at /docs and /redoc (their scripts "
+        "come from a CDN, outside the console's content-security policy); /openapi.json is "
+        "always served")
+    session_gauge_ttl_s: float = Field(
+        30.0, ge=0, description="how long /metrics reuses its sessions-by-status counts "
+        "before counting the store again (an open scrape must not cost a COUNT each)")
+    # -- end of browser and scrape hardening ------------------------------------------------
 
     @property
     def is_auto_approve_allowed(self) -> bool:

@@ -54,6 +54,14 @@ def serve(
     max_string_chars: Annotated[int | None, typer.Option(
         "--max-string-chars", help="cap of JSON strings without a maxLength (the "
                                    "max_string_chars setting)")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="a Host name served besides loopback and --host (repeat; a "
+                               "proxy's or DNS name; '*' any): the allowed_hosts setting")] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(
+        "--allowed-origin", help="a browser origin allowed to call the API besides the "
+                                 "server's own (repeat): the allowed_origins setting")] = None,
+    serve_docs: Annotated[bool | None, typer.Option(
+        "--docs/--no-docs", help="serve /docs and /redoc (CDN scripts; off by default)")] = None,
 ) -> None:
     """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
 
@@ -70,7 +78,8 @@ def serve(
             allow_public_bind=allow_public_bind, log_level=log_level, policy=policy,
             calibration=calibration, speculation="off" if no_speculation else None,
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
-            unwinding=unwinding)
+            unwinding=unwinding, allowed_hosts=allowed_host,
+            allowed_origins=allowed_origin, serve_docs=serve_docs)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e

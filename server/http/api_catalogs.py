@@ -24,9 +24,7 @@ _CATALOG_BODY = {"requestBody": {"required": True, "content": {
                                     "description": "the catalog's root node (FORMAT.md)"}},
     "application/yaml": {"schema": {"type": "string", "description": "the catalog as YAML "
                                     "(anchors and aliases are refused)"}},
-    "text/plain": {"schema": {"type": "string",
-                              "description": "JSON or YAML; say which with `format`"}},
-}}}
+}}}  # not text/plain: a web page may send that cross-site (server/http/origin_guard.py)
 
 
 @router.post("/v1/catalogs", status_code=201, openapi_extra=_CATALOG_BODY,

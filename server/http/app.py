@@ -42,6 +42,7 @@ from stackroute.server.http.middleware import (
     TraceContextMiddleware,
     route_template,
 )
+from stackroute.server.http.origin_guard import HostPolicy, OriginGuardMiddleware
 from stackroute.server.service.engine_queue import EngineQueue
 from stackroute.server.service.services import Services
 from stackroute.server.settings import ServerSettings
@@ -109,7 +110,10 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
             if telemetry is None:  # ours: built above
                 await anyio.to_thread.run_sync(traces.shutdown)
 
-    app = FastAPI(title="stackroute", version=_version(), lifespan=lifespan,
+    # /docs and /redoc load their scripts from a CDN: off unless the operator turns them on
+    # (SECURITY.md); /openapi.json is always served.
+    docs = {} if settings.serve_docs else {"docs_url": None, "redoc_url": None}
+    app = FastAPI(title="stackroute", version=_version(), lifespan=lifespan, **docs,
                   description="Hierarchical tool routing on a local model, with an "
                               "OpenAI-compatible API.",
                   responses=error_responses(500))
@@ -145,8 +149,9 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
         metrics.observe_request(method=scope["method"], route=route_template(scope),
                                 status=status, latency_s=latency_s)
 
-    # Outermost last: request id and log → connection limit → API key → body limit, so a
-    # request without the key is refused before its body is read.
+    # Outermost last: request id and log → trace → Host/Origin/content type → connection
+    # limit → API key → body limit, so a request without the key is refused before its body
+    # is read.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes,
                        body_timeout_s=settings.body_timeout_s)
     if settings.api_key is not None:
@@ -154,6 +159,9 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
         public = public if settings.protect_metrics else public | {"/metrics"}
         app.add_middleware(ApiKeyMiddleware, api_key=settings.api_key, public_paths=public)
     app.add_middleware(ConnectionLimitMiddleware, max_connections=settings.max_connections)
+    app.add_middleware(OriginGuardMiddleware, policy=HostPolicy.from_settings(
+        bind_host=settings.host, allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins))  # before the key: a rebinding page has none
     app.add_middleware(TraceContextMiddleware, telemetry=traces)
     app.add_middleware(RequestContextMiddleware, on_finish=on_finish)  # outermost
     return app

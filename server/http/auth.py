@@ -9,9 +9,11 @@ The key is compared in constant time (`hmac.compare_digest`) and is never logged
 log records method, path and status only, and settings hold it as a `SecretStr`.
 
 `/healthz` and `/readyz` stay open: load balancers and orchestrators probe them without
-credentials, and they reveal only "up" and "ready". `/metrics` is open by default too, because
-Prometheus scrapers usually carry no token and it holds counts and latencies only, never a
-prompt, a catalog or a key; set `protect_metrics` to put it behind the key as well.
+credentials, and they reveal only "up" and "ready". An open path takes no body: one is refused
+before it is read, so slow uploads from clients without the key hold no connection slot.
+`/metrics` is open by default too, because Prometheus scrapers usually carry no token and it
+holds counts and latencies only, never a prompt, a catalog, a key or the model's path; set
+`protect_metrics` to put it behind the key as well.
 """
 
 from __future__ import annotations
@@ -79,8 +81,23 @@ class ApiKeyMiddleware(_KeyCheck):
         self.public_paths = public_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["path"] in self.public_paths:
+            # Open paths take no body: one is refused before it is read, so a client without
+            # the key cannot hold a connection slot with a slow upload (two slow 8 MiB POSTs
+            # to /healthz made keyed requests 503 when the body limit read them first).
+            declared = _declared_body(scope)
+            if declared is None:
+                await self.app(scope, receive, send)
+                return
+            response = error_response(
+                413, code="body_not_allowed",
+                message=f"{scope['path'][:200]} takes no request body; got {declared}",
+                request_id=scope.get("state", {}).get("request_id"),
+                headers={"Connection": "close"})
+            await response(scope, receive, send)
             return
         header = next((bytes(v) for k, v in scope.get("headers", [])
                        if k == b"authorization"), None)
@@ -94,3 +111,13 @@ class ApiKeyMiddleware(_KeyCheck):
             request_id=scope.get("state", {}).get("request_id"),
             headers={"WWW-Authenticate": "Bearer", "Connection": "close"})
         await response(scope, receive, send)
+
+
+def _declared_body(scope: Scope) -> str | None:
+    """What body a request says it sends ("N bytes", "a chunked body"), or None for none."""
+    for name, value in scope.get("headers", []):
+        if name == b"transfer-encoding":
+            return "a chunked body"
+        if name == b"content-length" and bytes(value).strip() not in (b"", b"0"):
+            return f"{bytes(value).decode('latin-1')[:20]} bytes"
+    return None

@@ -63,7 +63,7 @@ def test_catalog_upload_list_get_delete(client: TestClient) -> None:
     assert again.status_code == 201
     assert again.json()["id"] == created["id"] and again.json()["is_new"] is False
     plain = client.post("/v1/catalogs?format=yaml", content=as_yaml,
-                        headers={"content-type": "text/plain"})
+                        headers={"content-type": "application/x-yaml"})
     assert plain.json()["id"] == created["id"]
 
     listed = client.get("/v1/catalogs").json()["catalogs"]
