@@ -69,6 +69,18 @@ def resolve_call(handlers: HandlerTable, leaf: Node,
     return LeafOutcome(result=dict(arguments)) if handler is None else handler
 
 
+class LeafResolver(Protocol):
+    """A handler kind keyed on the leaf itself (its metadata), not on an import path."""
+
+    def serves(self, leaf: Node) -> bool:
+        """Whether `leaf` is of this kind (then `resolve` answers for it)."""
+        ...
+
+    def resolve(self, leaf: Node) -> Handler:
+        """The handler of `leaf`; `HandlerError` when it cannot have one."""
+        ...
+
+
 class Executor(Protocol):
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
         ...
@@ -86,8 +98,14 @@ class HandlerTable:
     """
 
     def __init__(self, bindings: Mapping[str, Handler] | None = None, *,
-                 allowed_modules: Iterable[str] = ()) -> None:
+                 allowed_modules: Iterable[str] = (),
+                 resolvers: Iterable[LeafResolver] = ()) -> None:
         self._bindings = dict(bindings or {})
+        # Handler kinds other than import paths (the MCP gateway's `mcp` leaves): each
+        # resolver answers the handler for the leaves it serves, None for the others. Their
+        # handlers run in this process (they forward I/O; a worker process could not hold
+        # their connections), whatever the executor's isolation.
+        self.resolvers = tuple(resolvers)
         self.allowed_modules = tuple(allowed_modules)
         self._modules = frozenset(m for m in self.allowed_modules if ":" not in m)
         self._refs = frozenset(m for m in self.allowed_modules if ":" in m)
@@ -108,9 +126,23 @@ class HandlerTable:
 
     def resolve(self, leaf: Node) -> Handler | None:
         bound = self._bound(leaf)
-        if bound is not None or leaf.handler is None:
+        if bound is not None:
             return bound
+        if leaf.handler is None:
+            return self._resolved(leaf)
         return self._import(leaf.handler, leaf.path_str)
+
+    def is_in_process(self, leaf: Node) -> bool:
+        """Whether a resolver (not a binding or an import path) serves `leaf`: its handler
+        must run in this process."""
+        return (self._bound(leaf) is None and leaf.handler is None
+                and any(r.serves(leaf) for r in self.resolvers))
+
+    def _resolved(self, leaf: Node) -> Handler | None:
+        for resolver in self.resolvers:
+            if resolver.serves(leaf):
+                return resolver.resolve(leaf)
+        return None
 
     def import_ref(self, leaf: Node) -> str | None:
         """The `module:function` that `resolve` imports for `leaf` (None when a binding

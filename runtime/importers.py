@@ -31,8 +31,19 @@ def from_openai_tools(tools: Iterable[Mapping[str, Any]], *, name: str = "root",
 
 
 def from_mcp_tools(result: Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
-                   name: str = "root", description: str = "") -> dict[str, Any]:
-    """A catalog document from an MCP `tools/list` result (or its `tools` list)."""
+                   name: str = "root", description: str = "",
+                   server: str | None = None) -> dict[str, Any]:
+    """A catalog document from an MCP `tools/list` result (or its `tools` list).
+
+    With `server`, every leaf also gets `"mcp": {"server": server, "tool": NAME}` (the
+    tool's own name), so the gateway's `mcp` handler forwards its calls to that server.
+
+    >>> doc = from_mcp_tools([{"name": "files.delete", "inputSchema": {"type": "object"}}],
+    ...                      name="fs", server="fs")
+    >>> leaf = doc["children"][0]["children"][0]
+    >>> leaf["name"], leaf["sensitive"], leaf["mcp"]
+    ('delete', True, {'server': 'fs', 'tool': 'files.delete'})
+    """
     tools = result.get("tools", []) if isinstance(result, Mapping) else result
     entries = []
     for i, tool in enumerate(tools):
@@ -43,7 +54,9 @@ def from_mcp_tools(result: Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
         # world destructively waits for confirmation unless it says otherwise.
         sensitive = not annotations.get("readOnlyHint", False) and bool(
             annotations.get("destructiveHint", True))
-        extra = {"sensitive": True} if sensitive else {}
+        extra: dict[str, Any] = {"sensitive": True} if sensitive else {}
+        if server is not None:
+            extra["mcp"] = {"server": server, "tool": tool["name"]}
         entries.append((tool.get("namespace"), tool["name"], tool.get("description", ""),
                         tool.get("inputSchema"), extra))
     return _nest(entries, name, description)

@@ -30,6 +30,7 @@ from stackroute.runtime.handlers import (
     Handler,
     HandlerTable,
     LeafOutcome,
+    LocalExecutor,
     resolve_call,
     run_with_call_context,
 )
@@ -70,8 +71,11 @@ class ProcessExecutor:
         self._lock = threading.Lock()
         self._is_closed = False
         self.num_killed = 0  # workers stopped for a timeout or a crash
+        self._local: LocalExecutor | None = None  # in-process handler kinds, made on first use
 
     def execute(self, leaf: Node, arguments: Mapping[str, Any], call_id: str) -> LeafOutcome:
+        if self.handlers.is_in_process(leaf):  # a forwarding kind (MCP): I/O, on a thread
+            return self._in_process().execute(leaf, arguments, call_id)
         handler = resolve_call(self.handlers, leaf, arguments)
         if isinstance(handler, LeafOutcome):
             return handler
@@ -104,8 +108,16 @@ class ProcessExecutor:
         log.info("leaf %s (%s) raised %s", leaf.path_str, call_id, value)
         return LeafOutcome(error=str(value))
 
+    def _in_process(self) -> LocalExecutor:
+        with self._lock:
+            if self._local is None:
+                self._local = LocalExecutor(self.handlers, timeout_s=self.timeout_s)
+            return self._local
+
     def close(self) -> None:
         with self._lock:
+            if self._local is not None:
+                self._local.close()
             self._is_closed = True
             idle, self._idle = self._idle, []
         for worker in idle:

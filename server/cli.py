@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import typer
 from stackroute.server.commands import calibrate, catalog, routing, service
+from stackroute.server.commands import mcp as mcp_commands
 from stackroute.server.commands.common import limit_threads
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -19,6 +20,11 @@ app.command()(routing.run)
 app.command("eval")(routing.eval_)
 app.command()(service.serve)
 app.command()(calibrate.calibrate)
+app.command("mcp")(mcp_commands.mcp)
+# `stackroute catalog …`: commands that make catalogs from elsewhere
+catalog_app = typer.Typer(no_args_is_help=True, help="Make catalogs from other tool sources.")
+catalog_app.command("import-mcp")(mcp_commands.import_mcp)
+app.add_typer(catalog_app, name="catalog")
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
             add_help_option=False)(service.bench)
 

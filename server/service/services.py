@@ -7,13 +7,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from stackroute.runtime.handlers import HandlerTable
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.pool import RouterPool
 from stackroute.server.service.catalog_registry import CatalogRegistry
 from stackroute.server.service.prompt_limits import PromptLimits
 from stackroute.server.service.route_call import RouteContext
 from stackroute.server.service.session_options import SessionOptions
-from stackroute.server.service.sessions import RoutingObserver, SessionService
+from stackroute.server.service.session_worker import (
+    RoutingObserver,
+    SavedObserver,
+    StepTraceparent,
+)
+from stackroute.server.service.sessions import SessionService
 from stackroute.server.service.store_protocol import StoreBackend
 from stackroute.server.service.store_url import open_store
 from stackroute.server.settings import ServerSettings
@@ -30,9 +36,15 @@ class Services:
 
     @classmethod
     def open(cls, settings: ServerSettings, engine: Engine, *,
-             on_routing_call: RoutingObserver | None = None) -> Services:
+             on_routing_call: RoutingObserver | None = None,
+             on_saved: SavedObserver | None = None,
+             step_traceparent: StepTraceparent | None = None,
+             handlers: HandlerTable | None = None) -> Services:
         """Open the store (settings.db), load the stored catalogs and settings.catalogs, and
-        resume the sessions a stopped process left running."""
+        resume the sessions a stopped process left running. `handlers`: the sessions' handler
+        table (the MCP gateway's adds its `mcp` kind); default: settings' allowed modules.
+        The observers (metrics, telemetry) are the sessions' from the start, so sessions
+        resumed here report too."""
         router_options = settings.router_options(engine.info.model)
         store = open_store(settings.db, lease_s=settings.session_lease_s)
         try:
@@ -48,15 +60,16 @@ class Services:
                 log.info("catalog %s from %s", entry.id, path)
             sessions = SessionService(store, catalogs, engine,
                                       options=SessionOptions.from_settings(settings),
-                                      on_routing_call=on_routing_call,
-                                      routers=routers)
+                                      on_routing_call=on_routing_call, on_saved=on_saved,
+                                      step_traceparent=step_traceparent,
+                                      routers=routers, handlers=handlers)
         except BaseException:
             store.close()
             raise
         services = cls(store=store, catalogs=catalogs, sessions=sessions,
                        route_context=RouteContext(
                            engine=engine, limits=PromptLimits.from_settings(settings),
-                           options=router_options, routers=routers))
+                           routers=routers))
         resumed = sessions.resume_interrupted()
         if resumed:
             log.info("resumed %d interrupted session(s)", len(resumed))
