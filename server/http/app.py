@@ -61,10 +61,6 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: str = Field(description="'ready' or 'not_ready'")
     checks: dict[str, bool] = Field(description="engine: model loaded; catalogs: compiled")
-    engine: dict[str, str] = Field(
-        default_factory=dict, description="the engine, its model, and what it chose at start "
-        "(prompt_rendering; for a remote engine, the constraints API its upstream offers and "
-        "whether it sends logprobs)")
 
 
 def create_app(settings: ServerSettings, *, engine: Engine | None = None,
@@ -92,15 +88,15 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
                          tracer=traces.tracer)
         app.state.stackroute = state
         metrics.bind(engine=served, queue=queue)
-        tracing = None if traces.tracer is None else SessionTracing(
-            traces.tracer, model=served.info.model, system=served.info.engine)
         services = await anyio.to_thread.run_sync(functools.partial(
             Services.open, settings, served, on_routing_call=lambda outcome, usage:
-            metrics.observe_routing_call(outcome=outcome, usage=usage),
-            # each saved transition becomes spans; a remote engine gets each step's context
-            on_saved=None if tracing is None else tracing.on_saved,
-            step_traceparent=None if tracing is None else tracing.traceparent))
+            metrics.observe_routing_call(outcome=outcome, usage=usage)))
         state.services = services
+        tracing = None if traces.tracer is None else SessionTracing(
+            traces.tracer, model=served.info.model, system=served.info.engine)
+        if tracing is not None:  # each saved transition becomes spans
+            services.sessions.on_saved = tracing.on_saved
+            services.sessions.step_traceparent = tracing.traceparent  # for a remote engine
         metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
@@ -147,11 +143,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
         checks = {"engine": state is not None,
                   "catalogs": state is not None and state.is_ready}
         is_ready = all(checks.values())
-        engine = {} if state is None else {"engine": state.engine.info.engine,
-                                           "model": state.engine.info.model,
-                                           **dict(state.engine.info.features)}
-        body = Readiness(status="ready" if is_ready else "not_ready", checks=checks,
-                         engine=engine)
+        body = Readiness(status="ready" if is_ready else "not_ready", checks=checks)
         return body if is_ready else JSONResponse(body.model_dump(), status_code=503)
 
     def on_finish(scope: Scope, status: int, latency_s: float) -> None:
