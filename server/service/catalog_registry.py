@@ -12,6 +12,9 @@ Over a shared store (several instances on one PostgreSQL) a catalog uploaded to 
 is usable on all: an instance that is asked for an id it has not loaded looks it up in the
 store and compiles it then (once per instance, keyed by the content-hash id), and listing
 catalogs brings the instance's set up to the store's (new ones compiled, deleted ones gone).
+A catalog another instance deleted is refused on use: `get` asks the store whether it is
+still there (one indexed read), and a session's creation checks it again in the store's own
+transaction, so no instance creates a session on a deleted catalog.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from stackroute.runtime.errors import CatalogError, InputError, Problem, StateEr
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine, PrepareStats
-from stackroute.server.service.store import CatalogRecord
 from stackroute.server.service.store_protocol import StoreBackend
+from stackroute.server.service.store_records import CatalogInUseError, CatalogRecord
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +172,11 @@ class CatalogRegistry:
     def get(self, catalog_id: str) -> CatalogEntry:
         with self._lock:
             entry = self._entries.get(catalog_id)
-        if entry is None and self.store.is_shared:  # uploaded through another instance?
+        if self.store.is_shared and entry is not None:  # deleted through another instance?
+            if not self.store.has_catalog(catalog_id):
+                self.forget(catalog_id)
+                entry = None
+        elif self.store.is_shared:  # uploaded through another instance: compile it here
             record = self.store.catalog(catalog_id)
             entry = None if record is None else self._load_record(record)
         with self._lock:
@@ -180,15 +187,19 @@ class CatalogRegistry:
         return entry
 
     def delete(self, catalog_id: str) -> None:
-        """Forget a catalog. Refused while a running or paused session uses it."""
+        """Forget a catalog. Refused while a running or paused session uses it (the store
+        checks that in the transaction that deletes it)."""
         self.get(catalog_id)
-        num_active = self.store.count_active_sessions(catalog_id)
-        if num_active:
-            raise StateError(f"catalog {catalog_id!r} is used by {num_active} running or "
-                             "paused session(s); cancel them first")
+        try:
+            self.store.delete_catalog(catalog_id)
+        except CatalogInUseError as e:
+            raise StateError(str(e)) from e
+        self.forget(catalog_id)
+
+    def forget(self, catalog_id: str) -> None:
+        """Drop a catalog from this instance's memory (the store no longer holds it)."""
         with self._lock:
             self._entries.pop(catalog_id, None)
-        self.store.delete_catalog(catalog_id)
 
     def _build(self, data: Any) -> CapabilityTree:
         """Validate; a handler outside the allowed modules is a problem of its leaf (the module

@@ -29,19 +29,21 @@ from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import TraceEvent
 from stackroute.server.service.pg_migrations import apply_migrations
-from stackroute.server.service.store import (
+from stackroute.server.service.store_records import (
+    CatalogGoneError,
+    CatalogInUseError,
     CatalogRecord,
+    Claim,
+    DuplicateRecordError,
     LeafExecution,
+    LeaseLostError,
     SessionRecord,
     SessionRow,
-    StoreUnavailableError,
-    _state_json,
-    strict_json,
-)
-from stackroute.server.service.store_protocol import (
-    DuplicateRecordError,
-    LeaseLostError,
     StoreBusyError,
+    StoreUnavailableError,
+    state_json,
+    storable_text,
+    strict_json,
 )
 
 log = logging.getLogger(__name__)
@@ -131,17 +133,38 @@ class PgSessionStore:
                            "WHERE id = %s", (catalog_id,))
         return CatalogRecord(**rows[0]) if rows else None
 
+    def has_catalog(self, catalog_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM catalogs WHERE id = %s", (catalog_id,)))
+
     def delete_catalog(self, catalog_id: str) -> bool:
+        """Delete a catalog no running or paused session uses (`CatalogInUseError`
+        otherwise); False if it is not stored. The catalog row is locked first, so a
+        `create_session` on it (which takes a share lock on the row) commits before the count
+        below, whose statement then sees that session, or waits and finds the catalog gone."""
         with self._transaction() as conn:
-            return bool(conn.execute("DELETE FROM catalogs WHERE id = %s",
-                                     (catalog_id,)).rowcount == 1)
+            if conn.execute("SELECT 1 FROM catalogs WHERE id = %s FOR UPDATE",
+                            (catalog_id,)).fetchone() is None:
+                return False
+            num_active = int(conn.execute(
+                "SELECT COUNT(*) AS n FROM sessions WHERE catalog_id = %s AND status IN "
+                "(%s, %s)", (catalog_id, RunStatus.RUNNING.value,
+                             RunStatus.PAUSED.value)).fetchone()["n"])
+            if num_active:
+                raise CatalogInUseError(catalog_id, num_active)
+            conn.execute("DELETE FROM catalogs WHERE id = %s", (catalog_id,))
+            return True
 
     # -- sessions ----------------------------------------------------------------------------
     def create_session(self, session_id: str, *, catalog_id: str, state: RunState,
                        is_flat: bool, is_auto_approve: bool, owner: str | None = None) -> int:
-        """A new session (leased to `owner` when given); return its fencing token."""
+        """A new session (leased to `owner` when given); return its fencing token.
+        `CatalogGoneError` when the catalog is not stored (another instance deleted it); the
+        share lock on its row keeps a concurrent delete out until this commits."""
         now = self.clock()
         with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM catalogs WHERE id = %s FOR SHARE",
+                            (catalog_id,)).fetchone() is None:
+                raise CatalogGoneError(f"catalog {catalog_id!r} is not in the store")
             conn.execute(
                 "INSERT INTO sessions (id, catalog_id, status, task, is_flat, is_auto_approve, "
                 "state, created_unix, updated_unix, owner, lease_expires, lease_token) VALUES "
@@ -149,7 +172,7 @@ class PgSessionStore:
                 f"%(state)s, %(now)s, %(now)s, %(owner)s, {_EXPIRES}, 1)",
                 {"id": session_id, "catalog_id": catalog_id, "status": state.status.value,
                  "task": state.task, "is_flat": is_flat, "auto": is_auto_approve,
-                 "state": _state_json(state), "now": now, "owner": owner,
+                 "state": state_json(state), "now": now, "owner": owner,
                  "lease_s": self.lease_s})
             _append(conn, session_id, state.trace)
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, session_id))
@@ -167,7 +190,7 @@ class PgSessionStore:
                 "owner = CASE WHEN %(status)s = 'running' THEN owner END, "
                 f"lease_expires = CASE WHEN %(status)s = 'running' THEN {_EXPIRES} END "
                 "WHERE id = %(id)s AND (%(token)s::bigint IS NULL OR lease_token = %(token)s)",
-                {"status": state.status.value, "state": _state_json(state),
+                {"status": state.status.value, "state": state_json(state),
                  "now": self.clock(), "id": session_id, "token": token,
                  "lease_s": self.lease_s})
             if cursor.rowcount != 1:
@@ -249,17 +272,19 @@ class PgSessionStore:
         return int(rows[0]["lease_token"]) if rows else None
 
     def claim_expired(self, owner: str, *, lease_s: float | None = None,
-                      limit: int = 16) -> list[str]:
-        """Claim running sessions nobody holds a live lease on (their instance died);
-        `SKIP LOCKED`: instances claiming at once split them instead of queueing."""
+                      limit: int = 16) -> list[Claim]:
+        """Claim running sessions nobody holds a live lease on (their instance died, or one
+        that could not run them released them and their back-off is over), each with the
+        token this claim gave it. `SKIP LOCKED`: instances claiming at once split them."""
         rows = self._query(
             f"UPDATE sessions SET owner = %(owner)s, lease_expires = {_EXPIRES}, "
             "lease_token = lease_token + 1 WHERE id IN (SELECT id FROM sessions WHERE "
-            "status = 'running' AND (owner IS NULL OR lease_expires < clock_timestamp()) "
-            "ORDER BY created_unix LIMIT %(limit)s FOR UPDATE SKIP LOCKED) RETURNING id",
+            "status = 'running' AND (lease_expires IS NULL OR "
+            "lease_expires < clock_timestamp()) ORDER BY created_unix LIMIT %(limit)s "
+            "FOR UPDATE SKIP LOCKED) RETURNING id, lease_token",
             {"owner": owner, "lease_s": lease_s or self.lease_s,
              "limit": limit if limit >= 0 else None})
-        return [str(r["id"]) for r in rows]
+        return [Claim(str(r["id"]), int(r["lease_token"])) for r in rows]
 
     def renew_leases(self, owner: str, *, lease_s: float | None = None) -> int:
         """Extend the leases `owner` holds on running sessions (the instance's heartbeat; a
@@ -270,10 +295,17 @@ class PgSessionStore:
                 "AND status = 'running'",
                 {"owner": owner, "lease_s": lease_s or self.lease_s}).rowcount)
 
-    def release_session(self, session_id: str, token: int) -> None:
+    def release_session(self, session_id: str, token: int, *,
+                        retry_after_s: float = 0.0) -> None:
+        """Let go of the lease `token` (no-op when another claim has superseded it). With
+        `retry_after_s` (this instance could not run the session: a catalog it cannot load)
+        no takeover claims it before then, though a client's request still may at once."""
         with self._transaction() as conn:
-            conn.execute("UPDATE sessions SET owner = NULL, lease_expires = NULL WHERE id = %s "
-                         "AND lease_token = %s", (session_id, token))
+            conn.execute(
+                "UPDATE sessions SET owner = NULL, lease_expires = CASE WHEN %(after)s > 0 "
+                "THEN clock_timestamp() + make_interval(secs => %(after)s) END "
+                "WHERE id = %(id)s AND lease_token = %(token)s",
+                {"id": session_id, "token": token, "after": retry_after_s})
 
     def lease_token(self, session_id: str) -> int | None:
         rows = self._query("SELECT lease_token FROM sessions WHERE id = %s", (session_id,))
@@ -313,7 +345,7 @@ class PgSessionStore:
             cursor = conn.execute(
                 "UPDATE leaf_executions SET is_finished = true, result = %s, error = %s, "
                 "finished_unix = %s WHERE call_id = %s",
-                (strict_json(result), error, self.clock(), call_id))
+                (strict_json(result), storable_text(error), self.clock(), call_id))
             if cursor.rowcount != 1:
                 raise KeyError(f"leaf call {call_id!r} was never begun")
 
@@ -323,9 +355,7 @@ class PgSessionStore:
         return _Listener(self.url, self._psycopg, on_session)
 
 
-class _Listener:
-    """`LISTEN stackroute_session` on its own connection, in a daemon thread; reconnects."""
-
+class _Listener:  # LISTEN on its own connection, in a daemon thread; reconnects
     def __init__(self, url: str, psycopg: Any, on_session: Callable[[str], None]) -> None:
         self.url, self._psycopg, self.on_session = url, psycopg, on_session
         self._stop = threading.Event()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.pool import RouterPool
+from stackroute.server.routing.prefix_warming import PrefixWarmer
 from stackroute.server.service.catalog_registry import CatalogRegistry
 from stackroute.server.service.prompt_limits import PromptLimits
 from stackroute.server.service.route_call import RouteContext
@@ -50,7 +51,8 @@ class Services:
         try:
             routers = RouterPool(engine, router_options)
             catalogs = CatalogRegistry(store, engine, allowed_handler_modules=tuple(
-                settings.allowed_handler_modules), on_compiled=routers.prepare)
+                settings.allowed_handler_modules),
+                on_compiled=PrefixWarmer(routers, scope=settings.warm_on_load).prepare)
             failed = catalogs.load_persisted()
             if failed:
                 log.warning("%d stored catalog(s) did not load: %s", len(failed),

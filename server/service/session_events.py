@@ -14,8 +14,8 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import RunStatus
-from stackroute.server.service.store import SessionRow
 from stackroute.server.service.store_protocol import StoreBackend
+from stackroute.server.service.store_records import SessionRow
 
 
 class UnknownSessionError(InputError):

@@ -15,20 +15,36 @@ process's lock never holds up a read. WAL is verified when the store opens.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stackroute.runtime.errors import StackrouteError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import TraceEvent
+from stackroute.server.service.store_records import (
+    CatalogGoneError,
+    CatalogInUseError,
+    CatalogRecord,
+    Claim,
+    LeafExecution,
+    SessionRecord,
+    SessionRow,
+    StoreBusyError,
+    StoreUnavailableError,
+    finite,
+    state_json,
+    storable_text,
+    strict_json,
+)
+
+# Records and helpers other modules still import from here (they live in store_records).
+__all__ = ["MEMORY", "CatalogRecord", "SessionRecord", "SessionRow", "SessionStore",
+           "StoreUnavailableError", "finite", "strict_json"]
 
 SCHEMA_VERSION = 1
 MEMORY = ":memory:"
@@ -70,52 +86,6 @@ CREATE TABLE IF NOT EXISTS leaf_executions (
     finished_unix REAL
 );
 """
-
-
-class StoreUnavailableError(StackrouteError):
-    """The database cannot be used safely (not in WAL mode, say): the service does not start."""
-
-
-@dataclass(frozen=True)
-class CatalogRecord:
-    id: str
-    name: str
-    source: str
-    format: str  # "json" | "yaml"
-    created_unix: float
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    """A session's metadata, without its state."""
-
-    id: str
-    catalog_id: str
-    status: RunStatus
-    task: str
-    is_flat: bool
-    is_auto_approve: bool
-    created_unix: float
-    updated_unix: float
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    row: SessionRow
-    state: RunState  # with its whole trace, rebuilt from the transitions
-
-
-@dataclass(frozen=True)
-class LeafExecution:
-    """A leaf call by its idempotency key. `is_finished` is false while the handler runs (and
-    forever, if the process died while it ran)."""
-
-    call_id: str
-    path: str
-    digest: str
-    is_finished: bool
-    result: Any
-    error: str | None
 
 
 class SessionStore:
@@ -195,7 +165,7 @@ class SessionStore:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction. Whatever fails, the COMMIT included, rolls it back, so the
         connection is never left inside a transaction."""
-        with self._lock:
+        with self._lock, _busy():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -206,7 +176,7 @@ class SessionStore:
                 raise
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._read_lock:
+        with self._read_lock, _busy():
             return self._reader.execute(sql, params).fetchall()
 
     @contextmanager
@@ -216,7 +186,8 @@ class SessionStore:
             if self._reader is self._conn:
                 yield
                 return
-            self._reader.execute("BEGIN")
+            with _busy():
+                self._reader.execute("BEGIN")
             try:
                 yield
             finally:
@@ -244,22 +215,35 @@ class SessionStore:
             id=rows[0]["id"], name=rows[0]["name"], source=rows[0]["source"],
             format=rows[0]["format"], created_unix=rows[0]["created_unix"])
 
+    def has_catalog(self, catalog_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM catalogs WHERE id = ?", (catalog_id,)))
+
     def delete_catalog(self, catalog_id: str) -> bool:
+        """Delete a catalog no running or paused session uses (`CatalogInUseError` otherwise,
+        in the same transaction); False if it is not stored."""
         with self._transaction() as c:
+            num_active = int(c.execute(
+                "SELECT COUNT(*) FROM sessions WHERE catalog_id = ? AND status IN (?, ?)",
+                (catalog_id, RunStatus.RUNNING.value, RunStatus.PAUSED.value)).fetchone()[0])
+            if num_active:
+                raise CatalogInUseError(catalog_id, num_active)
             return c.execute("DELETE FROM catalogs WHERE id = ?", (catalog_id,)).rowcount == 1
 
     # -- sessions ----------------------------------------------------------------------------
     def create_session(self, session_id: str, *, catalog_id: str, state: RunState,
                        is_flat: bool, is_auto_approve: bool, owner: str | None = None) -> int:
         """A new session with its initial state and the transitions recorded so far; its
-        lease token (always 0 here: see the class)."""
+        lease token (always 0 here: see the class). `CatalogGoneError` when the catalog is not
+        stored (deleted): checked in the same transaction as the insert."""
         now = self.clock()
         with self._transaction() as c:
+            if c.execute("SELECT 1 FROM catalogs WHERE id = ?", (catalog_id,)).fetchone() is None:
+                raise CatalogGoneError(f"catalog {catalog_id!r} is not in the store")
             c.execute(
                 "INSERT INTO sessions (id, catalog_id, status, task, is_flat, is_auto_approve, "
                 "state, created_unix, updated_unix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (session_id, catalog_id, state.status.value, state.task, int(is_flat),
-                 int(is_auto_approve), _state_json(state), now, now))
+                 int(is_auto_approve), state_json(state), now, now))
             _append(c, session_id, state.trace)
         return 0
 
@@ -270,7 +254,7 @@ class SessionStore:
         with self._transaction() as c:
             cursor = c.execute(
                 "UPDATE sessions SET status = ?, state = ?, updated_unix = ? WHERE id = ?",
-                (state.status.value, _state_json(state), self.clock(), session_id))
+                (state.status.value, state_json(state), self.clock(), session_id))
             if cursor.rowcount != 1:
                 raise KeyError(f"no session {session_id!r} in the store")
             _append(c, session_id, events)
@@ -327,15 +311,17 @@ class SessionStore:
                       is_forced: bool = False) -> int | None:
         return 0
 
-    def claim_expired(self, owner: str, *, lease_s: float, limit: int) -> list[str]:
+    def claim_expired(self, owner: str, *, lease_s: float, limit: int) -> list[Claim]:
         """Every running session: a process that opens the file is its only user, so what is
         running was left by a stopped process."""
-        return [r.id for r in self.list_sessions(status=RunStatus.RUNNING, limit=limit)]
+        return [Claim(r.id, 0) for r in self.list_sessions(status=RunStatus.RUNNING,
+                                                           limit=limit)]
 
     def renew_leases(self, owner: str, *, lease_s: float) -> int:
         return 0
 
-    def release_session(self, session_id: str, token: int) -> None:
+    def release_session(self, session_id: str, token: int, *,
+                        retry_after_s: float = 0.0) -> None:
         return None
 
     def lease_token(self, session_id: str) -> int | None:
@@ -369,33 +355,9 @@ class SessionStore:
             cursor = c.execute(
                 "UPDATE leaf_executions SET is_finished = 1, result = ?, error = ?, "
                 "finished_unix = ? WHERE call_id = ?",
-                (strict_json(result), error, self.clock(), call_id))
+                (strict_json(result), storable_text(error), self.clock(), call_id))
             if cursor.rowcount != 1:
                 raise KeyError(f"leaf call {call_id!r} was never begun")
-
-
-def strict_json(value: Any) -> str:
-    """JSON that any parser reads: non-finite floats (a one-option menu's margin is infinite)
-    become null instead of Python's non-standard `Infinity`/`NaN`; other objects become their
-    `str`, as the stack machine does with leaf results."""
-    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False, default=str)
-
-
-def finite(value: Any) -> Any:
-    """`value` with every NaN or infinity replaced by None (JSON has neither)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
-
-
-def _state_json(state: RunState) -> str:
-    data = state.to_dict()
-    data["trace"] = []  # kept in `transitions`
-    return strict_json(data)
 
 
 def _append(c: sqlite3.Connection, session_id: str, events: Sequence[TraceEvent]) -> None:
@@ -409,3 +371,13 @@ def _row(r: sqlite3.Row) -> SessionRow:
                       task=r["task"], is_flat=bool(r["is_flat"]),
                       is_auto_approve=bool(r["is_auto_approve"]),
                       created_unix=r["created_unix"], updated_unix=r["updated_unix"])
+
+
+@contextmanager
+def _busy() -> Iterator[None]:
+    """SQLite's "database is locked" (another process holds the lock past the busy timeout)
+    and its other operational errors as the store's own retryable error."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise StoreBusyError(f"SQLite store: {e}") from e

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from stackroute.runtime.handlers import Executor, LeafOutcome
 from stackroute.runtime.state import arguments_digest
 from stackroute.runtime.tree import Node
-from stackroute.server.service.store import strict_json
+from stackroute.server.service.store_records import storable_text, strict_json
 
 if TYPE_CHECKING:
     from stackroute.server.service.store_protocol import StoreBackend
@@ -94,16 +94,11 @@ class StoreExecutor:
         except Exception as e:  # the tool's result, not our bug (even a __str__ that raises)
             result, error = None, error or f"result is not JSON-serialisable: " \
                                             f"{type(e).__name__}: {e}"
-        done = LeafOutcome(result=result, error=error)
+        # What a replay returns is what the store could keep: text every backend stores.
+        done = LeafOutcome(result=result, error=storable_text(error))
         with self._lock:
             self._unsaved[call_id] = done
-        self.store.finish_leaf(call_id, result=result, error=error)
+        self.store.finish_leaf(call_id, result=result, error=done.error)
         with self._lock:
             self._unsaved.pop(call_id, None)
         return done
-
-    @property
-    def num_unsaved(self) -> int:
-        """Calls that ran whose outcome the store does not hold yet."""
-        with self._lock:
-            return len(self._unsaved)

@@ -68,7 +68,7 @@ def test_a_cancel_through_b_fences_off_a_running_worker_on_a(
         pair: tuple[Instance, Instance], tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     a, b = pair
-    caplog.set_level(logging.INFO, logger="stackroute.server.service.sessions")
+    caplog.set_level(logging.INFO, logger="stackroute.server.service.session_worker")
     catalog_id = a.catalogs.add_text(json.dumps(CATALOG))[0].id
     job = Job(tag="C1", amount=5, plan=("accounts", "statement", "cards", "card_status",
                                         "payments", "domestic", "check_limit"),
@@ -80,7 +80,7 @@ def test_a_cancel_through_b_fences_off_a_running_worker_on_a(
     time.sleep(0.5)  # A's worker tries its next save, is refused, and drops the session
     assert b.store.session_row(sid).status is RunStatus.CANCELLED  # type: ignore[union-attr]
     assert len(b.store.transitions(sid)) == num_events  # nothing written by A after it
-    assert sid not in a.service._active
+    assert not a.service._live.is_active(sid)
     assert any("is stale" in r.getMessage() and sid in r.getMessage()
                for r in caplog.records), "A's worker was not fenced off"
     ran = [line["leaf"] for line in read_log(tmp_path / "handlers.jsonl")]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from stackroute.server.service.store import CatalogRecord, SessionStore, strict_json
-from test_store_backends import add_event, make_state
+from test_store_backends import add_event, make_state, stored_catalogs
 
 
 @pytest.fixture
@@ -48,6 +48,7 @@ def test_data_survives_reopening(tmp_path: Path) -> None:
 def test_concurrent_writers_do_not_interleave(store: SessionStore) -> None:
     num_threads, num_steps = 8, 25
     states = {f"s{i}": make_state(f"s{i}", num_events=0) for i in range(num_threads)}
+    stored_catalogs(store, "c")
     for sid, state in states.items():
         store.create_session(sid, catalog_id="c", state=state, is_flat=False,
                              is_auto_approve=False)
@@ -75,6 +76,7 @@ def test_in_memory_database_works_without_wal() -> None:
     store = SessionStore()
     try:
         assert store.journal_mode == "memory"
+        stored_catalogs(store, "c")
         store.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
                              is_auto_approve=False)
         assert store.load_session("s1") is not None

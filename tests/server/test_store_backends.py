@@ -18,11 +18,14 @@ from stackroute.runtime.messages import Message
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.server.service.pg_migrations import SchemaTooNewError
-from stackroute.server.service.store import CatalogRecord
-from stackroute.server.service.store_protocol import (
+from stackroute.server.service.store_protocol import StoreBackend
+from stackroute.server.service.store_records import (
+    CatalogGoneError,
+    CatalogInUseError,
+    CatalogRecord,
+    Claim,
     DuplicateRecordError,
     LeaseLostError,
-    StoreBackend,
 )
 from stackroute.server.service.store_url import open_store
 
@@ -35,6 +38,13 @@ def make_state(run_id: str = "s1", *, num_events: int = 2) -> RunState:
     for _ in range(num_events):
         add_event(state)
     return state
+
+
+def stored_catalogs(store: StoreBackend, *ids: str) -> None:
+    """Sessions name a catalog the store holds (a create on a missing one is refused)."""
+    for cid in ids:
+        store.put_catalog(CatalogRecord(id=cid, name=cid, source="{}", format="json",
+                                        created_unix=0.0))
 
 
 def add_event(state: RunState) -> TraceEvent:
@@ -76,6 +86,7 @@ def test_catalogs_round_trip_and_same_id_is_kept_once(store: StoreBackend) -> No
 
 def test_session_state_and_trace_round_trip(store: StoreBackend) -> None:
     state = make_state()
+    stored_catalogs(store, "bank-1")
     store.create_session("s1", catalog_id="bank-1", state=state, is_flat=False,
                          is_auto_approve=True)
     add_event(state)
@@ -97,6 +108,7 @@ def test_session_state_and_trace_round_trip(store: StoreBackend) -> None:
 
 def test_a_step_is_atomic(store: StoreBackend) -> None:
     state = make_state()
+    stored_catalogs(store, "c")
     store.create_session("s1", catalog_id="c", state=state, is_flat=False,
                          is_auto_approve=False)
     state.num_steps = 99
@@ -110,6 +122,7 @@ def test_a_step_is_atomic(store: StoreBackend) -> None:
 
 
 def test_list_filters_and_counts(store: StoreBackend) -> None:
+    stored_catalogs(store, "a", "b")
     for i, status in enumerate([RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.DONE]):
         state = make_state(f"s{i}")
         state.status = status
@@ -142,13 +155,32 @@ def test_leaf_execution_rows(store: StoreBackend) -> None:
 
 def test_the_creator_holds_the_lease_and_running_sessions_are_resumable(
         store: StoreBackend) -> None:
+    stored_catalogs(store, "c")
     token = store.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
                                  is_auto_approve=False, owner="a")
     assert store.lease_token("s1") == token
     store.save_step("s1", make_state(num_events=0), [], token=token)
     # SQLite: one process, everything running is this process's; PostgreSQL: a's lease.
     assert store.claim_expired("b", lease_s=5.0, limit=10) == ([] if store.is_shared
-                                                                 else ["s1"])
+                                                                 else [Claim("s1", 0)])
+
+
+def test_a_session_on_a_missing_catalog_is_refused_and_a_used_one_is_kept(
+        store: StoreBackend) -> None:
+    with pytest.raises(CatalogGoneError):
+        store.create_session("s1", catalog_id="gone", state=make_state(), is_flat=False,
+                             is_auto_approve=False)
+    assert store.session_row("s1") is None
+    stored_catalogs(store, "c")
+    store.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
+                         is_auto_approve=False)
+    with pytest.raises(CatalogInUseError, match="1 running or paused"):
+        store.delete_catalog("c")
+    assert store.has_catalog("c")
+    done = make_state()
+    done.status = RunStatus.DONE
+    store.save_step("s1", done, [])
+    assert store.delete_catalog("c") and not store.has_catalog("c")
 
 
 # -- PostgreSQL only ---------------------------------------------------------------------------
@@ -181,13 +213,15 @@ def test_migrations_are_idempotent_and_safe_when_instances_start_at_once(pg_url:
 
 
 def test_one_owner_at_a_time_and_a_stale_owner_cannot_write(pg: StoreBackend) -> None:
+    stored_catalogs(pg, "c")
     token_a = pg.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
                                 is_auto_approve=False, owner="a")
     assert pg.claim_session("s1", "b", lease_s=0.5) is None  # a's lease is live
     assert pg.claim_expired("b", lease_s=0.5, limit=10) == []
     time.sleep(0.7)  # a stops renewing: its lease expires
-    assert pg.claim_expired("b", lease_s=5.0, limit=10) == ["s1"]
-    token_b = pg.lease_token("s1")
+    [claim] = pg.claim_expired("b", lease_s=5.0, limit=10)
+    token_b = claim.token
+    assert claim.session_id == "s1" and pg.lease_token("s1") == token_b
     assert token_b is not None and token_b > token_a
     state = make_state(num_events=2)
     add_event(state)
@@ -210,6 +244,7 @@ def test_one_owner_at_a_time_and_a_stale_owner_cannot_write(pg: StoreBackend) ->
 
 
 def test_a_session_that_stops_running_releases_its_lease(pg: StoreBackend) -> None:
+    stored_catalogs(pg, "c")
     token = pg.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
                               is_auto_approve=False, owner="a")
     state = make_state()
@@ -218,7 +253,23 @@ def test_a_session_that_stops_running_releases_its_lease(pg: StoreBackend) -> No
     assert pg.claim_session("s1", "b", lease_s=5.0) == token + 1  # no wait for the expiry
 
 
+def test_a_release_with_a_back_off_keeps_takeovers_away_but_not_clients(
+        pg: StoreBackend) -> None:
+    stored_catalogs(pg, "c")
+    token = pg.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
+                              is_auto_approve=False, owner="a")
+    pg.release_session("s1", token - 1, retry_after_s=5.0)  # a stale token: a no-op
+    assert pg.claim_session("s1", "b", lease_s=5.0) is None
+    pg.release_session("s1", token, retry_after_s=0.4)
+    assert pg.claim_expired("b", lease_s=5.0, limit=10) == []
+    time.sleep(0.5)
+    assert [c.session_id for c in pg.claim_expired("b", lease_s=5.0, limit=10)] == ["s1"]
+    pg.release_session("s1", token + 1, retry_after_s=5.0)
+    assert pg.claim_session("s1", "c", lease_s=5.0) == token + 2  # a client's claim at once
+
+
 def test_instances_claiming_at_once_split_the_expired_sessions(pg: StoreBackend) -> None:
+    stored_catalogs(pg, "c")
     for i in range(20):
         pg.create_session(f"s{i:02}", catalog_id="c", state=make_state(f"s{i:02}"),
                           is_flat=False, is_auto_approve=False, owner="dead")
@@ -228,7 +279,7 @@ def test_instances_claiming_at_once_split_the_expired_sessions(pg: StoreBackend)
     def claim(owner: str) -> None:
         got: list[str] = []
         while batch := pg.claim_expired(owner, lease_s=30.0, limit=3):
-            got += batch
+            got += [c.session_id for c in batch]
         claimed[owner] = got
 
     threads = [threading.Thread(target=claim, args=(f"i{k}",)) for k in range(3)]
@@ -253,6 +304,7 @@ def test_a_saved_transition_notifies_every_listener(pg: StoreBackend, pg_url: st
     assert listening is not None
     try:
         time.sleep(0.3)  # LISTEN is in place
+        stored_catalogs(pg, "c")
         sent = time.monotonic()
         pg.create_session("s1", catalog_id="c", state=make_state(), is_flat=False,
                           is_auto_approve=False)
