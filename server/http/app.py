@@ -88,15 +88,15 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
                          tracer=traces.tracer)
         app.state.stackroute = state
         metrics.bind(engine=served, queue=queue)
-        services = await anyio.to_thread.run_sync(functools.partial(
-            Services.open, settings, served, on_routing_call=lambda outcome, usage:
-            metrics.observe_routing_call(outcome=outcome, usage=usage)))
-        state.services = services
         tracing = None if traces.tracer is None else SessionTracing(
             traces.tracer, model=served.info.model, system=served.info.engine)
-        if tracing is not None:  # each saved transition becomes spans
-            services.sessions.on_saved = tracing.on_saved
-            services.sessions.step_traceparent = tracing.traceparent  # for a remote engine
+        services = await anyio.to_thread.run_sync(functools.partial(
+            Services.open, settings, served, on_routing_call=lambda outcome, usage:
+            metrics.observe_routing_call(outcome=outcome, usage=usage),
+            # each saved transition becomes spans; a remote engine gets each step's context
+            on_saved=None if tracing is None else tracing.on_saved,
+            step_traceparent=None if tracing is None else tracing.traceparent))
+        state.services = services
         metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
