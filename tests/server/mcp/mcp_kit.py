@@ -1,0 +1,88 @@
+"""Real MCP servers for the gateway's tests: `examples/mcp/catalog_server.py` processes over
+Seal-Tools fields, two over stdio and one over streamable HTTP, each recording its calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE_SERVER = REPO_ROOT / "examples" / "mcp" / "catalog_server.py"
+ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+       "STACKROUTE_CACHE_DIR": os.environ.get("STACKROUTE_CACHE_DIR", "")}
+# The servers in order: the second (Finance) is the one the routing test must reach.
+LAW_SENSITIVE = "getLawsuitStatus"  # marked destructive by its server: the gateway gates it
+
+
+def seal_catalog(shared_data: Path) -> Path:
+    return shared_data / "seal-tools" / "seal-tools.catalog.json"
+
+
+def stdio_spec(catalog: Path, field: str, calls: Path, *extra: str) -> dict[str, Any]:
+    return {"command": sys.executable,
+            "args": [str(EXAMPLE_SERVER), "--catalog", str(catalog), "--field", field,
+                     "--calls", str(calls), *extra]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def http_server(catalog: Path, field: str, calls: Path, *extra: str) -> Iterator[str]:
+    """An example server on streamable HTTP in its own process; yields its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(EXAMPLE_SERVER), "--catalog", str(catalog), "--field", field,
+         "--calls", str(calls), "--transport", "http", "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the HTTP MCP server did not start: "
+                                       + (process.stderr.read().decode() if process.stderr
+                                          else "")) from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def servers_config(catalog: Path, calls_dir: Path, finance_url: str) -> dict[str, Any]:
+    """Law (stdio, one tool gated), Finance (streamable HTTP), Sports (stdio)."""
+    return {"Law": stdio_spec(catalog, "Law", calls_dir / "law.jsonl",
+                              "--sensitive", LAW_SENSITIVE),
+            "Finance": {"url": finance_url},
+            "Sports": stdio_spec(catalog, "Sports", calls_dir / "sports.jsonl",
+                                 "--slow", "getBasketballScore", "--slow-s", "20")}
+
+
+def recorded_calls(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_for_calls(path: Path, num: int, *, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        calls = recorded_calls(path)
+        if len(calls) >= num or time.monotonic() > deadline:
+            return calls
+        time.sleep(0.05)
