@@ -116,6 +116,9 @@ class ServerSettings(BaseSettings):
         "maxLength (and unbounded formats such as email) end after this many characters, so "
         "argument generation ends")
     log_level: LogLevel = LogLevel.INFO
+    mcp_mode: Literal["route", "discover", "both", "off"] = Field(
+        "route", description="`/mcp` (the MCP gateway, docs/mcp.md): route (one `route` "
+        "tool) | discover (list_children, describe_leaf, call_leaf) | both | off")
     # -- OpenAI tool calling and leniency (server/http/openai_*, server/service/tool_*) ----
     strict_openai: bool = Field(
         False, description="refuse OpenAI-API fields this server does not implement (400 "

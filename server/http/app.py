@@ -44,6 +44,7 @@ from stackroute.server.http.middleware import (
 )
 from stackroute.server.http.origin_guard import HostPolicy, OriginGuardMiddleware
 from stackroute.server.http.storable_text import StorableTextMiddleware
+from stackroute.server.mcp.http_mount import mcp_endpoint, mcp_running
 from stackroute.server.service.engine_queue import EngineQueue
 from stackroute.server.service.services import Services
 from stackroute.server.settings import ServerSettings
@@ -70,6 +71,7 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
     metrics = Metrics()
     traces = telemetry if telemetry is not None else Telemetry.from_environ()
     queue = EngineQueue(max_queue=settings.max_queue, max_concurrency=settings.max_concurrency)
+    mcp = mcp_endpoint(settings)  # `/mcp`: the MCP gateway (None: off)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,14 +97,16 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
             metrics.observe_routing_call(outcome=outcome, usage=usage),
             # each saved transition becomes spans; a remote engine gets each step's context
             on_saved=None if tracing is None else tracing.on_saved,
-            step_traceparent=None if tracing is None else tracing.traceparent))
+            step_traceparent=None if tracing is None else tracing.traceparent,
+            handlers=None if mcp is None else mcp.handlers()))
         state.services = services
         metrics.track_sessions(services.sessions.count_by_status)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
                                  "host": settings.host, "port": settings.port})
         try:
-            yield
+            async with mcp_running(mcp, services):
+                yield
         finally:
             state.is_ready = False
             await anyio.to_thread.run_sync(services.close)
@@ -127,6 +131,8 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
     app.include_router(api_catalog_views.build_router(), dependencies=auth,
                        responses=auth_errors)
     app.include_router(pages.router)  # the console's files: public, they hold no secret
+    if mcp is not None:  # behind the middleware below: the API key protects it too
+        app.router.routes.extend(mcp.routes)
     if settings.protect_metrics:
         app.include_router(metrics_module.router, dependencies=auth, responses=auth_errors)
     else:
