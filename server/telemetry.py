@@ -9,7 +9,8 @@ Spans come from two places: `http/middleware.py` opens one server span per HTTP 
 child of the caller's `traceparent`; `telemetry_spans.py` turns a run's trace events (the
 runtime's `TraceEvent`s, which know nothing of OpenTelemetry) into the spans session → frame →
 routing call / argument generation / leaf call. One `Telemetry` per process owns its own
-tracer provider (no global provider is installed).
+tracer provider (no global provider is installed). What is sampled is the operator's choice
+(`operator_sampler`), not the caller's `traceparent` flags.
 
 >>> Telemetry.from_environ({}).is_enabled
 False
@@ -93,7 +94,8 @@ class Telemetry:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-        provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        provider = TracerProvider(resource=Resource.create({"service.name": service_name}),
+                                  sampler=operator_sampler(os.environ))
         processor = BatchSpanProcessor(exporter) if is_batched else SimpleSpanProcessor(exporter)
         provider.add_span_processor(processor)
         return cls(provider)
@@ -106,6 +108,42 @@ class Telemetry:
         if self._provider is not None:
             provider, self._provider, self.tracer = self._provider, None, None
             provider.shutdown()
+
+
+SAMPLER_ENV = "OTEL_TRACES_SAMPLER"
+SAMPLER_ARG_ENV = "OTEL_TRACES_SAMPLER_ARG"
+
+
+def operator_sampler(environ: Mapping[str, str]) -> Any:
+    """The sampler the operator chose, never the client: every request is traced unless
+    `OTEL_TRACES_SAMPLER` says otherwise, and a caller's `traceparent` flags (`-00`: "not
+    sampled") never turn tracing off: that was audit evasion. The `parentbased_*` names mean
+    their root sampler here: the sampling decision is made once, by this server.
+
+    >>> operator_sampler({}).get_description()
+    'AlwaysOnSampler'
+    >>> operator_sampler({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+    ...                   "OTEL_TRACES_SAMPLER_ARG": "0.25"}).get_description()
+    'TraceIdRatioBased{0.25}'
+    """
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, TraceIdRatioBased
+
+    name = environ.get(SAMPLER_ENV, "").strip().lower().removeprefix("parentbased_")
+    if name in ("", "always_on"):
+        return ALWAYS_ON
+    if name == "always_off":
+        return ALWAYS_OFF
+    if name == "traceidratio":
+        try:
+            ratio = float(environ.get(SAMPLER_ARG_ENV, "1.0"))
+        except ValueError:
+            ratio = -1.0
+        if not 0.0 <= ratio <= 1.0:
+            raise InputError(f"{SAMPLER_ARG_ENV} must be a ratio from 0 to 1; got "
+                             f"{environ.get(SAMPLER_ARG_ENV)!r}")
+        return TraceIdRatioBased(ratio)
+    raise InputError(f"{SAMPLER_ENV} must be always_on, always_off or traceidratio (or their "
+                     f"parentbased_ names); got {environ.get(SAMPLER_ENV)!r}")
 
 
 def context_from_traceparent(traceparent: str | None) -> Any:

@@ -5,6 +5,7 @@ either store, before a route runs. Real server on loopback; PostgreSQL from test
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def _refused(response: httpx.Response, where: str, what: str) -> dict[str, str]:
 def test_a_nul_in_a_task_is_a_400_naming_the_field(server: str) -> None:
     """The reproduction: `{"task": "pay\\u0000"}` on PostgreSQL was a 500."""
     catalog_id = httpx.post(f"{server}/v1/catalogs", json=BANK_CATALOG).json()["id"]
-    body = '{"catalog": "%s", "task": "Send 5 to Asha\\u0000"}' % catalog_id
+    body = json.dumps({"catalog": catalog_id, "task": "Send 5 to Asha\x00"})
+    assert "\\u0000" in body  # the escape a JSON client sends
     error = _refused(httpx.post(f"{server}/v1/sessions", content=body, headers=JSON),
                      "body field 'task'", "U+0000 (NUL)")
     assert error["param"] == "task"
