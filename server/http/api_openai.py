@@ -118,7 +118,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request,
     top = (body.top_logprobs or 0) if body.logprobs else None
     constraint = request_constraint(body, state.settings.max_menu_options)
     sampling = _sampling(body, max_tokens=max_tokens, top_logprobs=top)
-    prompt = Prompt(tuple(_message(m) for m in body.messages))
+    prompt = Prompt(_messages(body.messages))
     head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()),
             "model": state.engine.info.model}
     routed = await openai_tools.route_chat(body, state, request) \
@@ -239,11 +239,16 @@ def _include_usage(body: ChatCompletionRequest | CompletionRequest) -> bool:
     return bool(body.stream_options and body.stream_options.include_usage)
 
 
+def _messages(messages: list[ChatMessage]) -> tuple[Message, ...]:
+    """Chat messages as the engine renders them: a tool result as a user turn naming the
+    function it came from, an assistant's calls as text when it said nothing else."""
+    names = {call.id: call.function.name for m in messages for call in m.tool_calls or ()}
+    return tuple(Message("user", f"The tool {names.get(m.tool_call_id or '', 'called')} "
+                                 f"returned: {m.text}") if m.role == "tool" else _message(m)
+                 for m in messages)
+
+
 def _message(message: ChatMessage) -> Message:
-    """A chat message as the engine renders it: a tool result as a user turn naming its
-    call, an assistant's calls as text when it said nothing else."""
-    if message.role == "tool":
-        return Message("user", f"Result of tool call {message.tool_call_id}: {message.text}")
     if message.role == "assistant" and message.tool_calls and not message.text:
         calls = "; ".join(f"{c.function.name}({c.function.arguments})"
                           for c in message.tool_calls)

@@ -204,35 +204,89 @@ def test_completions_regex_and_stream(client: openai.OpenAI, model_id: str) -> N
     assert text.isdigit() and 1 <= len(text) <= 2
 
 
-# -- bad requests: named, never silently ignored --------------------------------------------------
-@pytest.mark.model
-@pytest.mark.parametrize(("extra", "named"), [
+# -- fields this server does not implement: ignored and named, or refused when strict -----------
+UNSUPPORTED = [
     ({"guided_choice": ["yes", "no"]}, "guided_choice"),
     ({"guided_json": {"type": "object"}}, "guided_json"),
-    ({"tools": []}, "tools"),
-    ({"structured_outputs": {"grammar": "root ::= 'x'"}}, "structured_outputs.grammar"),
-])
-def test_unsupported_fields_are_400_naming_them(client: openai.OpenAI, model_id: str,
-                                                extra: dict[str, Any], named: str) -> None:
+    ({"logit_bias": {"1": 5}}, "logit_bias"),
+    ({"frequency_penalty": 0.5}, "frequency_penalty"),
+]
+
+
+@pytest.fixture(scope="module")
+def strict_client(engine: Any, tmp_path_factory: pytest.TempPathFactory,
+                  ) -> Iterator[openai.OpenAI]:
+    """The same model behind a server with `strict_openai`."""
+    settings = server_settings(tmp_path_factory.mktemp("openai-strict"), strict_openai=True)
+    with serve(create_app(settings, engine=engine)) as base_url:
+        yield openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0,
+                            timeout=300)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("extra", "named"), UNSUPPORTED)
+def test_unsupported_fields_are_ignored_and_named(client: openai.OpenAI, model_id: str,
+                                                  extra: dict[str, Any], named: str) -> None:
+    raw = client.chat.completions.with_raw_response.create(
+        model=model_id, messages=QUESTION, max_tokens=2,  # type: ignore[arg-type]
+        extra_body=extra)
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-stackroute-ignored-fields"] == named
+    assert raw.parse().choices[0].message.content is not None
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("extra", "named"), [
+    *UNSUPPORTED, ({"structured_outputs": {"grammar": "root ::= 'x'"}},
+                   "structured_outputs.grammar")])
+def test_unsupported_fields_are_400_naming_them_when_strict(
+        strict_client: openai.OpenAI, model_id: str, extra: dict[str, Any], named: str) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model=model_id, messages=QUESTION,  # type: ignore[arg-type]
-                                       extra_body=extra)
+        strict_client.chat.completions.create(model=model_id, messages=QUESTION,  # type: ignore[arg-type]
+                                              extra_body=extra)
     assert caught.value.status_code == 400
     assert named in caught.value.message
     assert caught.value.code == "unsupported_field"
 
 
 @pytest.mark.model
+def test_common_client_fields_are_accepted(client: openai.OpenAI, model_id: str) -> None:
+    raw = client.chat.completions.with_raw_response.create(
+        model=model_id, max_tokens=4, temperature=0.8, top_p=0.9, seed=7, n=2,
+        metadata={"team": "support"}, store=False, user="u-1",
+        messages=[{"role": "system", "content": "Answer briefly."},
+                  {"role": "user", "name": "alice", "content": "Hello"},
+                  {"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "call_1", "type": "function",
+                                   "function": {"name": "greet", "arguments": "{}"}}]},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "hi"},
+                  {"role": "user", "content": "Say it again."}])
+    assert raw.http_response.status_code == 200
+    assert "x-stackroute-ignored-fields" not in raw.headers
+    response = raw.parse()
+    assert [c.index for c in response.choices] == [0, 1]
+    assert all(isinstance(c.message.content, str) for c in response.choices)
+
+
+def test_top_p_keeps_the_smallest_set_that_reaches_it() -> None:
+    import torch
+    from stackroute.server.engines.decoding import _nucleus
+
+    probs = torch.tensor([0.1, 0.5, 0.3, 0.1])
+    kept = _nucleus(torch, probs.clone(), 0.7)
+    assert kept.tolist() == pytest.approx([0.0, 0.5, 0.3, 0.0])
+    assert _nucleus(torch, probs.clone(), 0.01).tolist() == pytest.approx([0, 0.5, 0, 0])
+
+
+@pytest.mark.model
 @pytest.mark.parametrize(("extra", "param"), [
-    ({"top_p": 0.5}, "top_p"),
-    ({"n": 2}, "n"),
+    ({"n": 2, "stream": True}, "n"),
     ({"structured_outputs": {"choice": []}}, "structured_outputs.choice"),
     ({"structured_outputs": {"choice": ["a"], "regex": "a"}}, "structured_outputs"),
     ({"structured_outputs": {}}, "structured_outputs"),
     ({"structured_outputs": {"choice": ["a", "a"]}}, "structured_outputs.choice"),
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"max_tokens": 100_000}, "max_tokens"),
-    ({"frequency_penalty": 0.5}, "frequency_penalty"),
     ({"stream_options": {"include_usage": True}}, "stream_options"),
     ({"structured_outputs": {"regex": "("}}, None),
 ])
@@ -247,7 +301,7 @@ def test_unsupported_values_are_400(live: str, model_id: str, extra: dict[str, A
 
 @pytest.mark.model
 def test_validation_errors_are_422_naming_the_field(live: str) -> None:
-    response = _chat(live, {"messages": [{"role": "tool", "content": "x"}]})
+    response = _chat(live, {"messages": [{"role": "robot", "content": "x"}]})
     assert response.status_code == 422
     error = response.json()["error"]
     assert error["code"] == "invalid_request" and error["param"] == "messages.0.role"
