@@ -53,8 +53,10 @@ def _vllm(**options: Any) -> Engine:
 
 
 def _remote(**options: Any) -> Engine:
+    """The CLI and the service probe what the upstream offers unless told (`constraints`)."""
     from stackroute.server.engines.remote_engine import RemoteEngine
 
+    options.setdefault("constraints", "auto")
     return RemoteEngine(**options)
 
 

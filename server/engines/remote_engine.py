@@ -1,5 +1,8 @@
-"""The remote engine: any OpenAI-compatible server that supports vLLM's `structured_outputs`
-and logprobs (`stackroute serve` itself, vLLM; SGLang for JSON), over pooled HTTP.
+"""The remote engine: any OpenAI-compatible server, over pooled HTTP. What the upstream offers
+for constraining a menu (vLLM's `structured_outputs`, `response_format` json_schema with an
+enum, llama.cpp's GBNF `grammar`; logprobs or not) is probed at start and the best used
+(`remote_features.py`; `constraints="auto"`, what the CLI and the service ask for); built
+directly without `constraints`, it assumes `structured_outputs` with logprobs, as before.
 
 This is the scale-out path: many stackroute runtimes, one GPU deployment. Prompts go as chat
 messages, so the server renders the same append-only layout and its own prefix cache serves
@@ -28,7 +31,9 @@ Retries and errors: `remote_http.py` and `remote_errors.py`; bodies and response
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -57,6 +62,7 @@ from stackroute.server.engines.common import Counters, single_option_result
 from stackroute.server.engines.menu_variants import menu_variants
 from stackroute.server.engines.option_scoring import (
     NEAR_TIE_MARGIN,
+    OptionBiasError,
     TokenStep,
     check_menu,
     decide_from_answer,
@@ -69,6 +75,15 @@ from stackroute.server.engines.remote_errors import (
     RemoteRejectedError,
     RemoteTimeoutError,
     RemoteUnavailableError,
+)
+from stackroute.server.engines.remote_features import (
+    LADDER,
+    ConstraintApi,
+    UpstreamFeatures,
+    menu_answer,
+    menu_body,
+    probe,
+    unquoted_steps,
 )
 from stackroute.server.engines.remote_http import RETRYABLE_STATUS, RemoteClient, RemoteOptions
 from stackroute.server.engines.remote_shapes import (
@@ -95,7 +110,10 @@ class RemoteEngine:
 
     def __init__(self, *, base_url: str, model: str | None = None, api_key: str | None = None,
                  is_cache_enabled: bool = True, options: RemoteOptions | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 constraints: ConstraintApi | str | None = None) -> None:
+        """`constraints`: "auto" probes the upstream now (`remote_features.probe`); a rung's
+        name uses that rung unprobed; None assumes `structured_outputs` with logprobs."""
         if not is_cache_enabled:
             raise InputError("a remote server's prefix cache is the server's own setting "
                              "(vLLM: --no-enable-prefix-caching); it cannot be turned off "
@@ -110,6 +128,25 @@ class RemoteEngine:
                                   counters=self._counters, transport=transport)
         self._has_tokenize: bool | None = None
         self.info = self._served_model(model)
+        self.features = UpstreamFeatures()
+        if constraints == "auto":
+            self.detect_features()
+        elif constraints is not None:
+            self._use(UpstreamFeatures(constraints=ConstraintApi(constraints)))
+        else:
+            self._use(self.features)
+
+    def detect_features(self, ladder: Sequence[ConstraintApi] = LADDER) -> UpstreamFeatures:
+        """Probe what the upstream offers (a few tiny requests) and use the best rung of
+        `ladder` it honours."""
+        self._use(probe(lambda body: self._http.request(
+            "POST", "/v1/chat/completions", {"model": self.info.model, **body}), ladder,
+            assumed=self.features))
+        return self.features
+
+    def _use(self, features: UpstreamFeatures) -> None:
+        self.features = features
+        self.info = dataclasses.replace(self.info, features=features.as_pairs())
 
     def close(self) -> None:
         """Close the connection pool (idempotent)."""
@@ -149,6 +186,10 @@ class RemoteEngine:
         """Send each router's menus and each leaf's schema once with `max_tokens=1`, so the
         server compiles (and caches) every constraint now, not on a user's first request."""
         menus = [Constraint.choice(menu) for menu in menu_variants(tree)]
+        if self.features.constraints is ConstraintApi.NONE:
+            log.warning("the upstream honours no menu constraint: %d menus not warmed (menus "
+                        "will fail)", len(menus))
+            menus = []
         schemas = [Constraint.json(leaf.parameters or EMPTY_OBJECT_SCHEMA)
                    for leaf in tree.leaves()]
         started = time.perf_counter()
@@ -165,8 +206,12 @@ class RemoteEngine:
         options = check_menu(options)
         if len(options) == 1:  # nothing to decide: no request
             return single_option_result(options[0])
+        has_logprobs = self.features.has_logprobs
         gen, steps = self._constrained(prompt, Constraint.choice(options), SamplingOptions(
-            max_tokens=max_answer_tokens(options), top_logprobs=self.options.top_logprobs))
+            max_tokens=self._menu_tokens(options),
+            top_logprobs=self.options.top_logprobs if has_logprobs else None))
+        if not has_logprobs:
+            return self._answer_only(options, gen, option_bias)
         decision = decide_from_answer(options, gen.text, steps, option_bias=option_bias)
         self._counters.add(menu_calls=1, inexact_menus=float(not decision.is_exact),
                            near_tie_menus=float(decision.margin < NEAR_TIE_MARGIN))
@@ -190,6 +235,10 @@ class RemoteEngine:
         sampling = sampling or SamplingOptions()
         if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
             check_menu(constraint.choices)
+            if self.features.constraints is ConstraintApi.JSON_SCHEMA:  # quoted: sent whole
+                gen = self.generate(prompt, constraint=constraint, sampling=sampling)
+                on_delta(TextDelta(gen.text))
+                return gen
         is_chat = isinstance(prompt, Prompt)
         body = {"model": self.info.model, **prompt_body(prompt),
                 **self._body(prompt, constraint, sampling), "stream": True,
@@ -215,11 +264,41 @@ class RemoteEngine:
                      sampling: SamplingOptions) -> tuple[Generation, list[TokenStep]]:
         """One completion under `constraint`; the answer is checked against it."""
         gen, steps = self._complete(prompt, self._body(prompt, constraint, sampling))
+        if constraint is not None and constraint.kind is ConstraintKind.CHOICE \
+                and self.features.constraints is ConstraintApi.JSON_SCHEMA:
+            gen = dataclasses.replace(gen, text=menu_answer(ConstraintApi.JSON_SCHEMA, gen.text))
+            steps = unquoted_steps(steps)
         self._check(gen, constraint, sampling)
         return gen, steps
 
-    @staticmethod
-    def _body(prompt: PromptInput, constraint: Constraint | None,
+    def _menu_tokens(self, options: Sequence[str]) -> int:
+        quotes = 3 if self.features.constraints is ConstraintApi.JSON_SCHEMA else 0
+        return max_answer_tokens(options) + quotes  # the quotes and a space a schema allows
+
+    def _answer_only(self, options: Sequence[str], gen: Generation,
+                     option_bias: Mapping[str, float] | None) -> MenuResult:
+        """A menu decision from an upstream that sends no logprobs: its answer, certain."""
+        if option_bias and any(option_bias.values()):
+            raise OptionBiasError("option_bias needs the options' probabilities; the upstream "
+                                  "sends no logprobs")
+        self._counters.add(menu_calls=1, inexact_menus=1.0)
+        return MenuResult(choice=gen.text, margin=math.inf, usage=gen.usage,
+                          probabilities={o: float(o == gen.text) for o in options})
+
+    def _constraint_body(self, constraint: Constraint | None, *,
+                         is_chat: bool) -> dict[str, Any]:
+        """The fields that ask for `constraint` under the upstream's constraint API."""
+        api = self.features.constraints
+        if constraint is None or api is ConstraintApi.STRUCTURED_OUTPUTS:
+            return constraint_body(constraint, is_chat=is_chat)
+        if constraint.kind is ConstraintKind.CHOICE:
+            return menu_body(api, constraint.choices)
+        if constraint.kind is ConstraintKind.REGEX:
+            raise RemoteFeatureError(f"the upstream offers no regex constraint (it answers "
+                                     f"menus by {api.value}; regexes need structured_outputs)")
+        return constraint_body(constraint, is_chat=True)  # response_format json_schema
+
+    def _body(self, prompt: PromptInput, constraint: Constraint | None,
               sampling: SamplingOptions) -> dict[str, Any]:
         body: dict[str, Any] = {"max_tokens": sampling.max_tokens,
                                 "temperature": sampling.temperature}
@@ -232,7 +311,7 @@ class RemoteEngine:
                 body |= {"logprobs": True, "top_logprobs": sampling.top_logprobs}
             else:
                 body["logprobs"] = sampling.top_logprobs
-        return body | constraint_body(constraint, is_chat=isinstance(prompt, Prompt))
+        return body | self._constraint_body(constraint, is_chat=isinstance(prompt, Prompt))
 
     @staticmethod
     def _check(gen: Generation, constraint: Constraint | None,
@@ -290,5 +369,5 @@ class RemoteEngine:
 
     def _warm_up(self, constraint: Constraint) -> None:
         body = {"max_tokens": 1, "temperature": 0.0,
-                **constraint_body(constraint, is_chat=True)}
+                **self._constraint_body(constraint, is_chat=True)}
         self._complete(_WARM_UP_PROMPT, body)

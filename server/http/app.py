@@ -62,6 +62,10 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: str = Field(description="'ready' or 'not_ready'")
     checks: dict[str, bool] = Field(description="engine: model loaded; catalogs: compiled")
+    engine: dict[str, str] = Field(
+        default_factory=dict, description="the engine, its model, and what it chose at start "
+        "(prompt_rendering; for a remote engine, the constraints API its upstream offers and "
+        "whether it sends logprobs)")
 
 
 def create_app(settings: ServerSettings, *, engine: Engine | None = None,
@@ -100,7 +104,8 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
             step_traceparent=None if tracing is None else tracing.traceparent,
             handlers=None if mcp is None else mcp.handlers()))
         state.services = services
-        metrics.track_sessions(services.sessions.count_by_status)
+        metrics.track_sessions(services.sessions.count_by_status,
+                               max_age_s=settings.session_gauge_ttl_s)
         state.is_ready = True
         log.info("ready", extra={"engine": served.info.engine, "model": served.info.model,
                                  "host": settings.host, "port": settings.port})
@@ -149,7 +154,11 @@ def create_app(settings: ServerSettings, *, engine: Engine | None = None,
         checks = {"engine": state is not None,
                   "catalogs": state is not None and state.is_ready}
         is_ready = all(checks.values())
-        body = Readiness(status="ready" if is_ready else "not_ready", checks=checks)
+        engine = {} if state is None else {"engine": state.engine.info.engine,
+                                           "model": state.engine.info.model,
+                                           **dict(state.engine.info.features)}
+        body = Readiness(status="ready" if is_ready else "not_ready", checks=checks,
+                         engine=engine)
         return body if is_ready else JSONResponse(body.model_dump(), status_code=503)
 
     def on_finish(scope: Scope, status: int, latency_s: float) -> None:
