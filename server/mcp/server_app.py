@@ -19,7 +19,9 @@ from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
+from stackroute.runtime.errors import StackrouteError
 from stackroute.server.mcp.gateway import McpGateway
 
 MAX_ROUTE_WAIT_S = 300.0  # a route call answers `running` (poll with `result`) after this
@@ -53,7 +55,12 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE) -> MCPServer[A
                             log_level="WARNING")
 
     async def sync(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        """`fn` on a worker thread; our typed errors (bad input, a call not waiting) reach
+        the client with their words (anything else is a crash the SDK hides)."""
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except StackrouteError as e:
+            raise ToolError(str(e)) from e
 
     async def confirm(ctx: Context, message: str) -> bool | None:
         """The user's answer through elicitation; None where the client cannot elicit."""

@@ -86,3 +86,84 @@ def wait_for_calls(path: Path, num: int, *, timeout_s: float = 30.0) -> list[dic
         if len(calls) >= num or time.monotonic() > deadline:
             return calls
         time.sleep(0.05)
+
+
+class GatewayClient:
+    """The MCP SDK's own client, connected to a `stackroute mcp` process over stdio, held open
+    on a private loop so synchronous tests can share one gateway. `answer_elicitation`: None
+    declares no elicitation support; True/False accepts with approve=that."""
+
+    def __init__(self, args: list[str], *, answer_elicitation: bool | None = None) -> None:
+        import asyncio
+
+        from stackroute.server.engines.loop_thread import LoopThread
+
+        self.args = args
+        self.answer_elicitation = answer_elicitation
+        self.elicited: list[str] = []
+        self._loop = LoopThread(name="mcp-test-client")
+        self._stop = asyncio.Event()
+        self._session: Any = None
+        self._ready = self._loop.call(self._start(), timeout_s=600)
+
+    async def _start(self) -> bool:
+        import asyncio
+
+        ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.get_running_loop().create_task(self._hold(ready))
+        await ready
+        return True
+
+    async def _hold(self, ready: Any) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp.types import ElicitResult
+
+        async def elicit(context: Any, params: Any) -> Any:
+            self.elicited.append(params.message)
+            return ElicitResult(action="accept",
+                                content={"approve": bool(self.answer_elicitation)})
+
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "stackroute.server.cli", *self.args],
+                                       env={**ENV, "PATH": os.environ.get("PATH", "")},
+                                       cwd=str(REPO_ROOT))
+        try:
+            async with stdio_client(params) as (read, write), ClientSession(
+                    read, write, read_timeout_seconds=600,
+                    elicitation_callback=None if self.answer_elicitation is None
+                    else elicit) as session:
+                await session.initialize()
+                self._session = session
+                ready.set_result(True)
+                await self._stop.wait()
+        except BaseException as e:
+            if not ready.done():
+                ready.set_exception(e)
+            elif not isinstance(e, Exception):
+                raise
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The tool's structured result; an `isError` answer raises `RuntimeError`."""
+        result = self._loop.call(self._session.call_tool(tool, arguments), timeout_s=600)
+        if result.is_error:
+            raise RuntimeError(" ".join(getattr(c, "text", "") for c in result.content))
+        return dict(result.structured_content or {})
+
+    def tool_names(self) -> list[str]:
+        listed = self._loop.call(self._session.list_tools(), timeout_s=60)
+        return [t.name for t in listed.tools]
+
+    def close(self) -> None:
+        import contextlib
+
+        self._loop._loop.call_soon_threadsafe(self._stop.set)
+        with contextlib.suppress(Exception):
+            self._loop.call(_wait_task(self._task), timeout_s=30)
+        self._loop.stop()
+        self._loop.close()
+
+
+async def _wait_task(task: Any) -> None:
+    import asyncio
+
+    await asyncio.wait([task], timeout=25)
