@@ -17,6 +17,7 @@ from stackroute.server.settings import ServerSettings
 
 API_KEY = "console-api-test-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
+LOOPBACK = "http://127.0.0.1"  # the DNS rebinding guard serves no "testserver" Host
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     folder = tmp_path_factory.mktemp("console-api")
     settings = ServerSettings(db=folder / "stackroute.db", catalogs=[], api_key=API_KEY,
                               leaf_isolation="thread", speculation="off")
-    with TestClient(create_app(settings, engine=KeywordEngine())) as c:
+    with TestClient(create_app(settings, engine=KeywordEngine()), base_url=LOOPBACK) as c:
         yield c
 
 
@@ -102,7 +103,7 @@ def test_the_lint_view_names_the_nodes(client: TestClient, catalog_id: str) -> N
 def test_no_key_configured_means_no_login(tmp_path: Path) -> None:
     settings = ServerSettings(db=tmp_path / "s.db", catalogs=[], leaf_isolation="thread",
                               speculation="off")
-    with TestClient(create_app(settings, engine=KeywordEngine())) as c:
+    with TestClient(create_app(settings, engine=KeywordEngine()), base_url=LOOPBACK) as c:
         assert c.get("/ui").status_code == 200
         assert c.get("/v1/catalogs").status_code == 200
         assert c.get("/ui/", follow_redirects=False).headers["location"] == "/ui"

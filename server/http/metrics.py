@@ -3,13 +3,16 @@
 Request and call counters are recorded as requests finish. The engine's own counters (tokens
 prefilled vs served from the prefix cache, cache hit rate, constraint compile time), the queue
 depth and the sessions by status are read when Prometheus scrapes, so they are never stale
-and the hot path pays nothing for them.
+and the hot path pays nothing for them. The sessions-by-status counts are a query on the store, so
+they are reused for `session_gauge_ttl_s`; the model is named, never shown as a path.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 
 from fastapi import APIRouter, Request, Response
@@ -85,8 +88,11 @@ class Metrics:
         self._scraped.queue = queue
         self._scraped.sessions_by_status = sessions_by_status
 
-    def track_sessions(self, sessions_by_status: Callable[[], Mapping[str, int]]) -> None:
-        self._scraped.sessions_by_status = sessions_by_status
+    def track_sessions(self, sessions_by_status: Callable[[], Mapping[str, int]], *,
+                       max_age_s: float = 0.0) -> None:
+        """Count sessions by status with `sessions_by_status` (a COUNT on the store), at most
+        once per `max_age_s`: `/metrics` is open, and a scrape must not cost a query each."""
+        self._scraped.sessions_by_status = _Cached(sessions_by_status, max_age_s=max_age_s)
 
     def observe_request(self, *, method: str, route: str, status: int, latency_s: float) -> None:
         """Count a finished request. `method` is the client's raw method: any but the
@@ -158,7 +164,7 @@ def _engine_metrics(engine: Engine) -> Iterator[Metric]:
         return
     info = GaugeMetricFamily(f"{NAMESPACE}_engine_info", "The engine and model served",
                              labels=["engine", "model"])
-    info.add_metric([engine.info.engine, engine.info.model], 1.0)
+    info.add_metric([engine.info.engine, model_label(engine.info.model)], 1.0)
     yield info
     counters: dict[str, CounterMetricFamily] = {}
     for key, (name, doc, labels) in _ENGINE_COUNTERS.items():
@@ -187,6 +193,41 @@ def _engine_metrics(engine: Engine) -> Iterator[Metric]:
         name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
         yield GaugeMetricFamily(f"{NAMESPACE}_engine_{name}", f"engine figure {key!r}",
                                 value=figures[key])
+
+
+def model_label(model: str) -> str:
+    """The model's name for the open `/metrics`: a filesystem path (an engine built from a
+    path may name its model so) loses its folders, which tell a scraper about the host; a
+    served name such as `org/model` stays.
+
+    >>> model_label("/srv/models/acme-7b"), model_label("Qwen/Qwen2.5-1.5B")
+    ('acme-7b', 'Qwen/Qwen2.5-1.5B')
+    """
+    text = model.rstrip("/\\")
+    if text.startswith(("/", "~", ".", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text) \
+            or "\\" in text or text.count("/") > 1:
+        return re.split(r"[\\/]", text)[-1]
+    return text
+
+
+class _Cached:
+    """A zero-argument source whose answer is reused for `max_age_s` seconds. Scrapes run on
+    worker threads: one lock, so concurrent scrapes past the age count once."""
+
+    def __init__(self, source: Callable[[], Mapping[str, int]], *, max_age_s: float) -> None:
+        self.source = source
+        self.max_age_s = max_age_s
+        self._lock = threading.Lock()
+        self._value: Mapping[str, int] | None = None
+        self._at = 0.0
+
+    def __call__(self) -> Mapping[str, int]:
+        with self._lock:
+            now = time.monotonic()
+            if self._value is None or now - self._at >= self.max_age_s:
+                self._value = dict(self.source())
+                self._at = now
+            return self._value
 
 
 router = APIRouter(tags=["operations"])

@@ -88,6 +88,10 @@ class GateRequest(BaseModel):
 class PendingCallModel(BaseModel):
     path: str
     arguments: dict[str, Any]
+    arguments_text: str = Field(
+        "", description="the arguments as indented JSON with every invisible or "
+        "direction-changing character (bidi overrides, zero-width, controls) written as a "
+        "\\uXXXX escape: what a person should read before approving (shown_text.py)")
     call_id: str = Field(description="idempotency key of the leaf call")
     digest: str = Field(description="binds an approval to exactly this call")
     is_gated: bool = Field(description="waits for approve or reject")

@@ -18,6 +18,7 @@ from stackroute.server.http.routing_schemas import (
     TreeStatsModel,
     UsageModel,
 )
+from stackroute.server.http.shown_text import shown_json
 from stackroute.server.service.catalog_registry import CatalogEntry
 from stackroute.server.service.route_call import RouteCallResult
 from stackroute.server.service.store import SessionRecord, SessionRow, strict_json
@@ -52,7 +53,8 @@ def session_view(record: SessionRecord, *, include_state: bool = False) -> Sessi
         **session_summary(record.row).model_dump(),
         num_steps=data["num_steps"], num_format_failures=data["num_format_failures"],
         pending=None if pending is None else PendingCallModel(
-            path=pending["path"], arguments=pending["arguments"], call_id=pending["call_id"],
+            path=pending["path"], arguments=pending["arguments"],
+            arguments_text=shown_json(pending["arguments"]), call_id=pending["call_id"],
             digest=pending["digest"], is_gated=pending["is_gated"]),
         stack=[FrameModel(**{k: f[k] for k in FrameModel.model_fields}) for f in data["stack"]],
         calls=data["calls"], result=data["result"], error=data["error"],

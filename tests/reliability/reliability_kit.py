@@ -32,7 +32,8 @@ def fast_settings(tmp_path: Path, **overrides: Any) -> ServerSettings:
 def fast_client(tmp_path: Path, **overrides: Any) -> Iterator[TestClient]:
     """The whole app (auth, limits, error handlers) in-process, routed by `ScriptedEngine`."""
     app = create_app(fast_settings(tmp_path, **overrides), engine=ScriptedEngine(delay_s=0))
-    with TestClient(app, raise_server_exceptions=False) as client:
+    # a loopback Host: the DNS rebinding guard serves no "testserver" (origin_guard.py)
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
         yield client
 
 

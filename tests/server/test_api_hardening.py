@@ -132,7 +132,7 @@ def test_unknown_methods_and_paths_share_one_metrics_label(tmp_path: Path) -> No
     from stackroute.server.http.app import create_app
 
     app = create_app(make_settings(tmp_path), engine=PlanEngine())
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         before = len(client.get("/metrics").content)
         for _ in range(50):
             client.request(secrets.token_hex(3000).upper(), f"/x/{secrets.token_hex(8)}")
@@ -241,7 +241,8 @@ def test_a_constraint_past_the_budget_is_refused(tmp_path: Path, structured: dic
     from engine_doubles import RecordingEngine
     from stackroute.server.http.app import create_app
 
-    with TestClient(create_app(make_settings(tmp_path), engine=RecordingEngine())) as client:
+    with TestClient(create_app(make_settings(tmp_path), engine=RecordingEngine()),
+                    base_url="http://127.0.0.1") as client:
         response = client.post("/v1/chat/completions", json={
             "messages": [{"role": "user", "content": "x"}], "structured_outputs": structured})
     error = assert_error(response, 422, "constraint_too_large")

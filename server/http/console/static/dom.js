@@ -27,12 +27,24 @@ export function clear(el, ...children) {
   return el;
 }
 
+// Characters that change how text looks without being seen (bidi overrides such as U+202E,
+// zero-width and other format characters, controls, separators, surrogates, private-use and
+// unassigned code points) are shown as \uXXXX escapes, as the server's arguments_text does
+// (server/http/shown_text.py): what a person approves is what they read.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
+
+export function visible(text) {
+  return String(text).replace(HIDDEN, (ch) => ch === "\n" ? ch
+    : ch.codePointAt(0) > 0xffff ? `\\U${ch.codePointAt(0).toString(16).padStart(8, "0")}`
+    : `\\u${ch.codePointAt(0).toString(16).padStart(4, "0")}`);
+}
+
 export function json(value) {
-  return JSON.stringify(value, null, 2);
+  return visible(JSON.stringify(value, null, 2));
 }
 
 export function shortJson(value, max = 120) {
-  const text = JSON.stringify(value);
+  const text = visible(JSON.stringify(value));
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 

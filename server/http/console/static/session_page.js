@@ -80,7 +80,7 @@ export function sessionPage(root, sessionId, { signal, onAuth }) {
       h("p", {}, "The run waits for approval of exactly this call:"),
       h("dl", {},
         h("dt", {}, "leaf"), h("dd", {}, h("code", { class: "gate-path" }, pending.path)),
-        h("dt", {}, "arguments"), h("dd", {}, h("pre", { class: "gate-arguments" }, json(pending.arguments))),
+        h("dt", {}, "arguments"), h("dd", {}, h("pre", { class: "gate-arguments" }, pending.arguments_text || json(pending.arguments))),
         h("dt", {}, "call id"), h("dd", {}, h("code", {}, pending.call_id)),
         h("dt", {}, "digest"), h("dd", {}, h("code", { title: pending.digest }, `${pending.digest.slice(0, 16)}…`))),
       h("div", { class: "actions" },
