@@ -19,6 +19,7 @@ from stackroute.server.http.routing_schemas import (
     GateRequest,
     SessionList,
     SessionView,
+    ToolResultRequest,
 )
 from stackroute.server.http.routing_views import session_summary, session_view
 from stackroute.server.http.sse import SSE_OPENAPI, SseEvent, sse_response
@@ -81,6 +82,15 @@ def approve_session(session_id: str, body: GateRequest, app: StateDep) -> Sessio
 def reject_session(session_id: str, body: GateRequest, app: StateDep) -> SessionView:
     """Refuse the call waiting at the gate; the run continues without it."""
     return session_view(_sessions(app).reject(session_id, body.digest))
+
+
+@router.post("/v1/sessions/{session_id}/result", responses=error_responses(404, 409, 422))
+def submit_session_result(session_id: str, body: ToolResultRequest,
+                          app: StateDep) -> SessionView:
+    """Hand back the outcome of the call waiting at the gate, run by the client itself (the
+    server does not run it); the run continues with it."""
+    return session_view(_sessions(app).submit_result(session_id, body.digest,
+                                                     result=body.result, error=body.error))
 
 
 @router.post("/v1/sessions/{session_id}/cancel", responses=error_responses(404, 409, 422))

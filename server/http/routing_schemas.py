@@ -85,6 +85,13 @@ class GateRequest(BaseModel):
     digest: str = Field(description="the pending call's digest, as shown by GET session")
 
 
+class ToolResultRequest(GateRequest):
+    """The outcome of the gated call, run by the client itself (a client-executed tool)."""
+
+    result: Any = Field(None, description="what the call returned (any JSON)")
+    error: str | None = Field(None, description="why the call failed, instead of a result")
+
+
 class PendingCallModel(BaseModel):
     path: str
     arguments: dict[str, Any]

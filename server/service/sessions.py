@@ -29,10 +29,11 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from stackroute.runtime.errors import InputError
+from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.machine import StackMachine
+from stackroute.runtime.state import arguments_digest
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.pool import RouterPool
@@ -173,6 +174,31 @@ class SessionService:
 
     def reject(self, session_id: str, digest: str) -> SessionRecord:
         return self._gate(session_id, digest, is_approved=False)
+
+    def submit_result(self, session_id: str, digest: str, *, result: Any = None,
+                      error: str | None = None) -> SessionRecord:
+        """The call waiting at the gate, run by the client itself (a client-executed tool):
+        its outcome is recorded under the call's id before the call is let through, so the
+        session's executor hands it back (as a replay) instead of running anything here."""
+        live = self._claims.for_client(session_id)
+        try:
+            with live.lock:
+                pending = live.state.pending
+                if pending is None or not pending.is_gated or pending.digest != digest:
+                    live.machine.approve(live.state, digest)  # raises, saying why
+                    raise StateError(f"session {session_id}: no call waits for a result")
+                self.store.begin_leaf(pending.call_id, path=pending.path,
+                                      digest=arguments_digest(pending.path, pending.arguments),
+                                      session_id=session_id, token=live.fence.token)
+                self.store.finish_leaf(pending.call_id, result=result, error=error)
+                live.machine.approve(live.state, digest)
+                self._worker.save(live)
+        except BaseException:
+            self._claims.settle(live, self._schedule)
+            raise
+        self._watchers.notify(session_id)
+        self._schedule(session_id)
+        return self.get(session_id)
 
     def cancel(self, session_id: str) -> SessionRecord:
         live = self._claims.for_client(session_id, is_forced=True)

@@ -1,6 +1,9 @@
 """A chat request's `tools` list as a catalog: imported, grouped into a tree when it is wider
 than a menu should be, compiled and registered once per distinct list (by content hash).
 
+Its leaves are the client's to run: each is a gate (`sensitive`), so a session over the
+catalog pauses at every call and takes the client's result through the sessions API.
+
 The first request with a list pays the import, the build-tree (embedding every tool and
 clustering them; about a minute for thousands of tools on a CPU) and the engine's compile; a
 later request with the same list finds it in memory and pays nothing. The catalog goes
@@ -105,6 +108,7 @@ class ToolCatalogs:
             raise DuplicateToolError(f"tools: each function name once; repeated: "
                                      f"{', '.join(repeated)}")
         doc = from_openai_tools(tools, name=ROOT_NAME, description=ROOT_DESCRIPTION)
+        _mark_client_executed(doc)
         is_built = build_tree(doc).stats().max_menu > self.max_menu
         if is_built:
             doc = self._grouped(doc)
@@ -130,6 +134,18 @@ class ToolCatalogs:
         from stackroute.server.embeddings.vector_cache import CachedEmbedder
 
         return CachedEmbedder.for_default_model()
+
+
+def _mark_client_executed(node: dict[str, Any]) -> None:
+    """The client runs these tools, never the server: each waits at a gate, so a session
+    over the catalog pauses at every call and takes its result through the sessions API
+    (`POST /v1/sessions/{id}/result`); a chat request hands it to the client as a tool_call.
+    """
+    for child in node.get("children", ()):
+        if "children" in child:
+            _mark_client_executed(child)
+        else:
+            child["sensitive"] = True
 
 
 def _function_name(leaf: Node) -> str:

@@ -236,3 +236,44 @@ def test_a_langchain_agent_loop_runs_two_steps_to_the_end(live: str, model_id: s
     assert not messages[-1].tool_calls, "the loop did not end in 8 turns"
     assert executed, "no tool was called"
     assert len(messages) >= 4  # question, call, result, answer: two requests at least
+
+
+@pytest.mark.model
+def test_a_session_over_the_tools_pauses_at_each_call_and_takes_the_clients_result(
+        client: openai.OpenAI, live: str, model_id: str) -> None:
+    first = client.chat.completions.create(model=model_id, messages=SEND,  # type: ignore[arg-type]
+                                           tools=BANK_TOOLS, tool_choice="required")
+    catalog = first.model_extra["tool_routing"]["catalog"]  # type: ignore[index]
+    created = httpx.post(f"{live}/v1/sessions", timeout=60,
+                         json={"catalog": catalog, "task": SEND[0]["content"]})
+    assert created.status_code == 201, created.text
+    session_id = created.json()["id"]
+    session = _wait_for_session(live, session_id, lambda s: s["status"] != "running")
+    if session["status"] != "paused":  # the model ended without a call: nothing to hand back
+        pytest.skip(f"the session ended {session['status']} without a call")
+    pending = session["pending"]
+    wrong = httpx.post(f"{live}/v1/sessions/{session_id}/result", timeout=60,
+                       json={"digest": "0" * 32, "result": {"status": "sent"}})
+    assert wrong.status_code == 409
+    answered = httpx.post(f"{live}/v1/sessions/{session_id}/result", timeout=60,
+                          json={"digest": pending["digest"], "result": {"status": "sent"}})
+    assert answered.status_code == 200, answered.text
+    _wait_for_session(live, session_id, lambda s: s["status"] != "running"
+                      and any(e["kind"] == "leaf_result" for e in s["trace"]))
+    trace = [json.loads(line) for line in httpx.get(
+        f"{live}/v1/sessions/{session_id}/trace", timeout=60).text.splitlines()]
+    result = next(e for e in trace if e["kind"] == "leaf_result")
+    assert result["detail"]["result"] == {"status": "sent"}
+    assert result["detail"]["is_replayed"]  # recorded from the client, never run here
+
+
+def _wait_for_session(live: str, session_id: str, done: Any,
+                      timeout_s: float = 300) -> dict[str, Any]:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        session = httpx.get(f"{live}/v1/sessions/{session_id}", timeout=60).json()
+        if done(session) or time.monotonic() > deadline:
+            return dict(session)
+        time.sleep(0.2)
