@@ -51,6 +51,10 @@ class Driver:
         self.base_urls: list[str] = []  # several instances: one per round, in turn
         self.generation = 0  # bumped by the harness at every restart
         self.dead_urls: set[str] = set()  # servers the harness has killed (or is killing)
+        # The chaos run stops PostgreSQL now and then: meanwhile a 503 (store busy) or no
+        # answer is the contract, counted here, not a failure.
+        self.is_store_down = False
+        self.num_refused_store_down = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="crash-driver", daemon=True)
         self._next_job = 0
@@ -63,9 +67,6 @@ class Driver:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=60)
-
-    def point_at(self, base_url: str, generation: int) -> None:
-        self.base_url, self.base_urls, self.generation = base_url, [base_url], generation
 
     def point_at_all(self, base_urls: list[str], generation: int) -> None:
         """Several instances over one database: each round goes to the next one, so a
@@ -81,6 +82,10 @@ class Driver:
         """Called before the harness kills that server: errors from it are expected now."""
         self.dead_urls.add(base_url)
 
+    def mark_alive(self, base_url: str) -> None:
+        """That server answers again (the chaos run resumed it after pausing it)."""
+        self.dead_urls.discard(base_url)
+
     # -- the loop (driver thread) --------------------------------------------------------------
     def _loop(self) -> None:
         with httpx.Client(timeout=REQUEST_TIMEOUT_S) as client:
@@ -93,7 +98,9 @@ class Driver:
                     self._round(client, url)
                 except httpx.TransportError as e:
                     self.num_transport_errors += 1
-                    if url not in self.dead_urls:
+                    if self.is_store_down:
+                        self.num_refused_store_down += 1
+                    elif url not in self.dead_urls:
                         # Not killed: a hang or a dropped connection is the server's fault.
                         self.unexpected.append(f"no answer from a live server: {e!r}")
                     time.sleep(0.02)
@@ -117,7 +124,9 @@ class Driver:
                  expected: tuple[int, ...], **kwargs: Any) -> httpx.Response:
         self.num_requests += 1
         response = client.request(method, path, **kwargs)
-        if response.status_code not in expected:
+        if response.status_code == 503 and self.is_store_down:
+            self.num_refused_store_down += 1
+        elif response.status_code not in expected:
             self.unexpected.append(f"{method} {path} -> {response.status_code}: "
                                    f"{response.text[:300]}")
         return response

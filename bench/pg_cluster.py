@@ -23,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class PgCluster:
     folder: Path
     port: int
     is_root: bool
+    _options: str = ""  # the server's command-line settings, kept for `restart`
 
     @property
     def data(self) -> Path:
@@ -86,6 +88,7 @@ class PgCluster:
                        f"-k {folder} -c max_connections=200")
             if not is_durable:
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            cluster._options = options
             cluster._run(["pg_ctl", "-D", str(cluster.data), "-o", options, "-l",
                           str(folder / "postgres.log"), "-w", "-t", "60", "start"])
         except BaseException:
@@ -100,6 +103,15 @@ class PgCluster:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def restart(self, *, down_s: float = 0.0) -> None:
+        """Crash the server (`-m immediate`: no checkpoint, connections cut as a lost machine
+        would cut them), leave it down for `down_s` (clients cannot connect), and start it
+        again on the same port; it recovers from its WAL."""
+        self._run(["pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"])
+        time.sleep(down_s)
+        self._run(["pg_ctl", "-D", str(self.data), "-o", self._options, "-l",
+                   str(self.folder / "postgres.log"), "-w", "-t", "60", "start"])
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():

@@ -208,8 +208,7 @@ class PgSessionStore:
         return _row(rows[0]) if rows else None
 
     def load_session(self, session_id: str) -> SessionRecord | None:
-        with self._transaction() as conn:  # one transaction: REPEATABLE READ not needed,
-            # the row is locked against a concurrent step for the two reads
+        with self._transaction() as conn:  # the row is locked against a step for both reads
             rows = conn.execute(f"SELECT {_ROW_COLUMNS}, state FROM sessions WHERE id = %s "
                                 "FOR SHARE", (session_id,)).fetchall()
             if not rows:
