@@ -10,6 +10,7 @@
     stackroute bench robust [--smoke] [--sizes 16 32 64] …          # robust_bench.py
     stackroute bench peers [--smoke] [--requests 8] [--arguments 8] …  # peers_bench.py
     stackroute bench streaming [--smoke] [--max-tokens 200] [--rounds 3]  # streaming_bench.py
+    stackroute bench chaos [--smoke] [--instances 3] [--kills 12] [--pg-restarts 3] …  # chaos.py
 
 Mount with `app.add_typer(bench_app, name="bench")` (server/cli.py). Nothing heavy is
 imported until a command runs.
@@ -83,6 +84,16 @@ def streaming(ctx: typer.Context) -> None:
     from stackroute.bench.streaming_bench import main as streaming_main
 
     raise typer.Exit(streaming_main(ctx.args))
+
+
+@bench_app.command("chaos", context_settings=_PASS_THROUGH)
+def chaos(ctx: typer.Context) -> None:
+    """Several instances over one PostgreSQL under kills, PostgreSQL restarts, slow and
+    frozen takeovers and deleted catalogs; side effects counted in the handlers' own table
+    (options: python -m stackroute.bench.chaos --help)."""
+    from stackroute.bench.chaos import main as chaos_main
+
+    raise typer.Exit(chaos_main(ctx.args))
 
 
 @bench_app.command("robust", context_settings=_PASS_THROUGH)
@@ -175,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     `stackroute bench`): a first argument that is not `generate` is a suite to run."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in ("generate", "run", "speculation", "robust", "peers",
-                                "streaming", "--help", "-h"):
+                                "streaming", "chaos", "--help", "-h"):
         args.insert(0, "run")
     bench_app(args=args, prog_name="stackroute bench")
 
