@@ -51,30 +51,11 @@ StringCharsOpt = Annotated[int, typer.Option(
     "this many characters, so argument generation ends")]
 UnwindOpt = Annotated[bool, typer.Option(
     "--unwinding/--no-unwinding", help="plain policy: verify the DONE answers that unwind the "
-    "stack in one pass (decisions never change; fewer model calls); default: the setting's")]
-PromptOrderOpt = Annotated[str | None, typer.Option(
-    "--prompt-order", help="where a routing prompt puts the root's menu: menu-first (before "
-    "the request: every request on a catalog shares its KV) | request-first (after it); "
-    "default: the measured one")]
-SpecOpt = Annotated[str | None, typer.Option(
-    "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
-    "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
-    "Decisions never change; a wrong draft costs the longer pass (on CPU, about the extra "
-    "tokens)")]
-
-
-ChatTemplateOpt = Annotated[Path | None, typer.Option(
-    "--chat-template", help="a chat template file (Jinja, or a tokenizer_config.json) "
-    "replacing the model's own; used where it is prefix-stable (transformers, vllm)")]
-EngineArgOpt = Annotated[list[str] | None, typer.Option(
-    "--engine-arg", help="vllm engine: KEY=VALUE passed to vLLM's engine arguments (repeat; "
-    "VALUE read as JSON where it parses), e.g. tensor_parallel_size=2, max_model_len=8192")]
-ServedModelNameOpt = Annotated[str | None, typer.Option(
-    "--served-model-name", help="vllm engine: the name the OpenAI API answers to (default: "
-    "the model folder's name)")]
-RemoteConstraintsOpt = Annotated[str, typer.Option(
-    "--remote-constraints", help="remote engine: auto (probe what the upstream offers) | "
-    "structured_outputs | json_schema | grammar | none")]
+    "stack in one pass (decisions never change; fewer model calls)")]
+SpecOpt = Annotated[str, typer.Option(
+    "--speculation", help="drafts to verify in one pass (plain policy): routes (the route "
+    "cache: requests seen before), evidence (leaf embeddings), both, off. Decisions never "
+    "change; a wrong draft costs the longer pass (on CPU, about the extra tokens)")]
 
 
 def print_json(obj: Any) -> None:
@@ -109,24 +90,6 @@ class EngineFlags:
     max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS
     max_string_chars: int = DEFAULT_MAX_STRING_CHARS
 
-    # --chat-template, --engine-arg (repeated KEY=VALUE), --served-model-name and
-    # --remote-constraints: the other engines' options (registry.engine_options checks them)
-    chat_template: Path | None = None
-    engine_args: tuple[str, ...] = ()
-    served_model_name: str | None = None
-    remote_constraints: str = "auto"
-
-    def engine_options_for(self, engine: str) -> dict[str, Any]:
-        """`create_engine`'s options from the flags every engine kind has its own of."""
-        from stackroute.server.engines.engine_args import parse_engine_args
-        from stackroute.server.engines.registry import BUILT_IN, engine_options
-
-        if engine not in BUILT_IN:
-            return {}
-        return engine_options(engine, chat_template=self.chat_template,
-                              engine_args=parse_engine_args(self.engine_args),
-                              served_model_name=self.served_model_name,
-                              remote_constraints=self.remote_constraints)
     def options_for(self, engine: str) -> dict[str, Any]:
         """The keyword options `create_engine` gets for `engine`: these for the embedded
         engine; none for another, where setting one away from its default is an error."""
@@ -148,8 +111,7 @@ def make_engine(engine: str, model: str | None, base_url: str | None,
                 flags: EngineFlags | None = None) -> Any:
     from stackroute.server.engines.registry import create_engine
 
-    flags = flags or EngineFlags()
-    options = flags.options_for(engine) | flags.engine_options_for(engine)
+    options = (flags or EngineFlags()).options_for(engine)
     return create_engine(engine, model=model, base_url=base_url, **options)
 
 
