@@ -11,6 +11,7 @@
     stackroute bench peers [--smoke] [--requests 8] [--arguments 8] …  # peers_bench.py
     stackroute bench streaming [--smoke] [--max-tokens 200] [--rounds 3]  # streaming_bench.py
     stackroute bench chaos [--smoke] [--instances 3] [--kills 12] [--pg-restarts 3] …  # chaos.py
+    stackroute bench shared-prompt [--smoke] [--suites seal-test,bank] [--limit 12]  # issue 29
 
 Mount with `app.add_typer(bench_app, name="bench")` (server/cli.py). Nothing heavy is
 imported until a command runs.
@@ -84,6 +85,16 @@ def streaming(ctx: typer.Context) -> None:
     from stackroute.bench.streaming_bench import main as streaming_main
 
     raise typer.Exit(streaming_main(ctx.args))
+
+
+@bench_app.command("shared-prompt", context_settings=_PASS_THROUGH)
+def shared_prompt(ctx: typer.Context) -> None:
+    """The root's menu before the request vs after it: prefill, model calls, request wall
+    time and routing, side by side (options: python -m stackroute.bench.shared_prompt_bench
+    --help)."""
+    from stackroute.bench.shared_prompt_bench import main as shared_prompt_main
+
+    raise typer.Exit(shared_prompt_main(ctx.args))
 
 
 @bench_app.command("chaos", context_settings=_PASS_THROUGH)

@@ -31,9 +31,11 @@ from pydantic_settings import (
 )
 from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.prefix_warming import WarmScope
 
 ENV_PREFIX = "STACKROUTE_"
 CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
@@ -104,6 +106,15 @@ class ServerSettings(BaseSettings):
     calibration: Path | None = Field(
         None, description="calibration file for the guided policy (stackroute calibrate); "
         "none: the one shipped for the engine's model")
+    prompt_order: PromptOrder | None = Field(
+        None, description="where a routing prompt puts the root's menu: menu-first (before "
+        "the request, so every request on a catalog shares its KV) | request-first (after "
+        "it, the layout before issue 29); none: the measured default (runtime/prompt.py)")
+    warm_on_load: WarmScope = Field(
+        WarmScope.ROOT, description="what a catalog load computes before its first request: "
+        "root (the prompt header every request shares, and the root menu's neutral contrast "
+        "under the guided policy) | all (every menu's neutral contrast too: one model call "
+        "per router) | off")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         DEFAULT_DTYPE, description="transformers engine precision: auto is bfloat16 where the "
         "CPU multiplies it natively (AMX or AVX-512 BF16), else float32")

@@ -15,7 +15,7 @@ from machine_kit import (
 )
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.messages import Message
-from stackroute.runtime.prompt import SYSTEM_TEXT, PromptLayout, PromptStyle
+from stackroute.runtime.prompt import SYSTEM_TEXT, PromptLayout, PromptOrder, PromptStyle
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 
 ROOT_MENU_TURN = (
@@ -35,9 +35,9 @@ ACCOUNTS_MENU_TURN = (
     "Answer with one option name."
 )
 def open_account_args(request: str) -> str:
-    return ('Schema of open_account\'s arguments: {"type":"object","properties":{"kind":{"enum":'
-            '["savings","checking"]}},"required":["kind"]}\nRequest: "' + request + '"\nWrite '
-            'the JSON arguments, copying the values from the request.')
+    return ('Arguments of open_account:\n- kind (required; one of "savings", "checking")\n'
+            'Request: "' + request + '"\nWrite the JSON arguments, copying the values from the '
+            'request.')
 
 
 def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | None = None,
@@ -152,3 +152,55 @@ def test_arguments_prompt_extends_the_routing_prompt() -> None:
         open_account_args("x")
     assert request.prompt.is_prefix_of(prompt) and not prompt.is_prefix_of(request.prompt)
     assert (request.step, request.depth, request.task) == (1, 1, "x")
+
+
+# -- the menu-first order (issue 29): the root's menu before the request ----------------------
+def menu_first_run(script: list[Any], task: str) -> tuple[Any, list[Any]]:
+    router = RecordingRouter(ScriptedRouter(script))
+    machine = make_machine(router, clock=counting_clock(1_000.0))
+    machine.layout = PromptLayout(machine.tree, PromptStyle(order=PromptOrder.MENU_FIRST))
+    state = machine.start(task, run_id="run-1")
+    drive(machine, state, gate=lambda pending: True)
+    return state, router.prompts
+
+
+def test_menu_first_puts_the_root_menu_in_the_system_message() -> None:
+    state, prompts = menu_first_run(["payments", "BACK", "accounts",
+                                     ("open_account", {"kind": "savings"}), "DONE", "DONE"],
+                                    "open a savings account")
+    listing = ROOT_MENU_TURN.removesuffix("\nAnswer with one option name.")
+    header = (Message("system", f"{SYSTEM_TEXT}\n\n{listing}"),
+              Message("user", "Request: open a savings account\n\nYou are at the top level. "
+                              "Answer with one option name."))
+    assert prompts[0].messages == header
+    assert prompts[3].messages[:2] == header
+    assert prompts[3].messages[-1] == Message("user", ACCOUNTS_MENU_TURN)  # inner menus stay
+    assert check_prefix_discipline(state, prompts) == 2
+
+
+def test_menu_first_shares_everything_before_the_request_across_requests() -> None:
+    _, first = menu_first_run(SCENARIO, "open a savings account")
+    _, second = menu_first_run(["DONE"], "what is the weather in Oslo")
+    shared = first[0].messages[0]
+    assert all(p.messages[0] == shared for p in (*first, *second))
+    assert "- payments:" in shared.content and "Oslo" not in shared.content
+    assert first[0].messages[1] != second[0].messages[1]
+    # request-first shares only the system text, and its root turn lists the options
+    _, old = recorded_run(["DONE"])
+    assert old[0].messages[0] == Message("system", SYSTEM_TEXT)
+    assert "- payments:" in old[0].messages[1].content
+
+
+def test_menu_first_keeps_prefix_discipline_over_a_multi_level_run() -> None:
+    state, prompts = menu_first_run(SCENARIO, "open a savings account")
+    assert state.status.value == "done"
+    assert check_prefix_discipline(state, prompts) == 3
+
+
+def test_a_menu_turn_without_a_request_is_the_same_listing_in_both_orders() -> None:
+    tree = bank_tree()
+    old, new = (PromptLayout(tree, PromptStyle(order=o)) for o in PromptOrder)
+    for node in (tree.root, tree.node("accounts")):  # what menu_fit counts
+        assert old.menu_turn(node) == new.menu_turn(node)
+    assert old.menu_turn(tree.root).content == ROOT_MENU_TURN
+    assert new.shared_prefix() != old.shared_prefix()
