@@ -127,6 +127,30 @@ class ServerSettings(BaseSettings):
         "maxLength (and unbounded formats such as email) end after this many characters, so "
         "argument generation ends")
     log_level: LogLevel = LogLevel.INFO
+    # -- engines: chat template, vLLM pass-through, remote upstream (server/engines) -------
+    chat_template: Path | None = Field(
+        None, description="a chat template file (Jinja, or a tokenizer_config.json) replacing "
+        "the model's own; used where a check at load finds it prefix-stable (transformers and "
+        "vllm engines)")
+    engine_args: dict[str, Any] = Field(
+        default_factory=dict, description="vllm engine: engine arguments passed through to "
+        "vLLM (tensor_parallel_size, max_model_len, quantization, gpu_memory_utilization, "
+        "...), checked against vLLM's EngineArgs")
+    served_model_name: str | None = Field(
+        None, description="vllm engine: the name the OpenAI API answers to; none: the model "
+        "folder's name")
+    remote_constraints: str = Field(
+        "auto", description="remote engine: how menus are constrained: auto (probe the "
+        "upstream at start) | structured_outputs | json_schema | grammar | none")
+
+    @field_validator("remote_constraints")
+    @classmethod
+    def _constraint_api(cls, value: str) -> str:
+        from stackroute.server.engines.remote_features import parse_constraint_api
+
+        parse_constraint_api(value)  # a ValueError names the values it takes
+        return value
+    # -- end of engines ---------------------------------------------------------------------
     mcp_mode: Literal["route", "discover", "both", "off"] = Field(
         "route", description="`/mcp` (the MCP gateway, docs/mcp.md): route (one `route` "
         "tool) | discover (list_children, describe_leaf, call_leaf) | both | off")
@@ -300,8 +324,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Relative `catalogs`, `db` and `calibration` paths in a config file are relative to the
-    file."""
+    """Relative `catalogs`, `db`, `calibration` and `chat_template` paths in a config file
+    are relative to the file."""
     def resolve(value: Any) -> Any:
         return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() \
             else value
@@ -309,7 +333,7 @@ def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     out = dict(data)
     if isinstance(out.get("catalogs"), list):
         out["catalogs"] = [resolve(v) for v in out["catalogs"]]
-    for key in ("db", "calibration"):
+    for key in ("db", "calibration", "chat_template"):
         if key in out and not (key == "db" and ":" in str(out[key])):  # a URL stays as given
             out[key] = resolve(out[key])
     return out

@@ -58,6 +58,20 @@ SpecOpt = Annotated[str, typer.Option(
     "change; a wrong draft costs the longer pass (on CPU, about the extra tokens)")]
 
 
+ChatTemplateOpt = Annotated[Path | None, typer.Option(
+    "--chat-template", help="a chat template file (Jinja, or a tokenizer_config.json) "
+    "replacing the model's own; used where it is prefix-stable (transformers, vllm)")]
+EngineArgOpt = Annotated[list[str] | None, typer.Option(
+    "--engine-arg", help="vllm engine: KEY=VALUE passed to vLLM's engine arguments (repeat; "
+    "VALUE read as JSON where it parses), e.g. tensor_parallel_size=2, max_model_len=8192")]
+ServedModelNameOpt = Annotated[str | None, typer.Option(
+    "--served-model-name", help="vllm engine: the name the OpenAI API answers to (default: "
+    "the model folder's name)")]
+RemoteConstraintsOpt = Annotated[str, typer.Option(
+    "--remote-constraints", help="remote engine: auto (probe what the upstream offers) | "
+    "structured_outputs | json_schema | grammar | none")]
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
@@ -89,6 +103,24 @@ class EngineFlags:
     dtype: str = DEFAULT_DTYPE
     max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS
     max_string_chars: int = DEFAULT_MAX_STRING_CHARS
+    # --chat-template, --engine-arg (repeated KEY=VALUE), --served-model-name and
+    # --remote-constraints: the other engines' options (registry.engine_options checks them)
+    chat_template: Path | None = None
+    engine_args: tuple[str, ...] = ()
+    served_model_name: str | None = None
+    remote_constraints: str = "auto"
+
+    def engine_options_for(self, engine: str) -> dict[str, Any]:
+        """`create_engine`'s options from the flags every engine kind has its own of."""
+        from stackroute.server.engines.engine_args import parse_engine_args
+        from stackroute.server.engines.registry import BUILT_IN, engine_options
+
+        if engine not in BUILT_IN:
+            return {}
+        return engine_options(engine, chat_template=self.chat_template,
+                              engine_args=parse_engine_args(self.engine_args),
+                              served_model_name=self.served_model_name,
+                              remote_constraints=self.remote_constraints)
 
     def options_for(self, engine: str) -> dict[str, Any]:
         """The keyword options `create_engine` gets for `engine`: these for the embedded
@@ -111,7 +143,8 @@ def make_engine(engine: str, model: str | None, base_url: str | None,
                 flags: EngineFlags | None = None) -> Any:
     from stackroute.server.engines.registry import create_engine
 
-    options = (flags or EngineFlags()).options_for(engine)
+    flags = flags or EngineFlags()
+    options = flags.options_for(engine) | flags.engine_options_for(engine)
     return create_engine(engine, model=model, base_url=base_url, **options)
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
@@ -92,6 +93,49 @@ def create_engine(name: str, *, model: str | None = None, base_url: str | None =
     factory = BUILT_IN.get(name) or import_engine_factory(name)
     engine: Engine = factory(**kwargs)
     return engine
+
+
+def engine_options(engine: str, *, chat_template: str | Path | None = None,
+                   engine_args: Mapping[str, Any] | None = None,
+                   served_model_name: str | None = None,
+                   remote_constraints: str = "auto") -> dict[str, Any]:
+    """The options `create_engine` gets for `engine` from the engine settings the CLI and the
+    service share; one set for an engine that cannot use it is an `InputError` naming it.
+
+    >>> engine_options("vllm", engine_args={"tensor_parallel_size": 2}, served_model_name="m")
+    {'engine_args': {'tensor_parallel_size': 2}, 'served_model_name': 'm'}
+    >>> engine_options("remote")
+    {'constraints': 'auto'}
+    """
+    from stackroute.server.engines.remote_features import parse_constraint_api
+
+    options: dict[str, Any] = {}
+    wrong: list[str] = []  # "FLAG: who it is for"
+    if chat_template is not None:
+        if engine in ("transformers", "vllm"):
+            options["chat_template"] = chat_template
+        else:
+            wrong.append("--chat-template is for the transformers and vllm engines (a remote "
+                         "upstream renders its own prompts)")
+    for flag, key, value in (("--engine-arg", "engine_args", engine_args or None),
+                             ("--served-model-name", "served_model_name", served_model_name)):
+        if value is None:
+            continue
+        if engine == "vllm":
+            options[key] = dict(value) if key == "engine_args" else value
+        else:
+            wrong.append(f"{flag} is for the vllm engine")
+    try:
+        parse_constraint_api(remote_constraints)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    if engine == "remote":
+        options["constraints"] = remote_constraints
+    elif remote_constraints != "auto":
+        wrong.append("--remote-constraints is for the remote engine")
+    if wrong:
+        raise InputError(f"{'; '.join(wrong)}; got --engine {engine}")
+    return options
 
 
 def import_engine_factory(ref: str) -> Callable[..., Any]:

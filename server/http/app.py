@@ -23,7 +23,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from stackroute.server.engines.base import ClosableEngine, Engine
-from stackroute.server.engines.registry import create_engine
+from stackroute.server.engines.registry import BUILT_IN, create_engine, engine_options
 from stackroute.server.http import api_catalogs, api_openai, api_routing, api_sessions
 from stackroute.server.http import metrics as metrics_module
 from stackroute.server.http.app_state import AppState
@@ -191,6 +191,11 @@ def build_engine(settings: ServerSettings) -> Engine:
     if settings.engine == "transformers":
         options = {"dtype": settings.dtype, "max_draft_tokens": settings.max_draft_tokens,
                    "max_string_chars": settings.max_string_chars}
+    if settings.engine in BUILT_IN:  # chat template, vLLM pass-through, remote constraints
+        options |= engine_options(settings.engine, chat_template=settings.chat_template,
+                                  engine_args=settings.engine_args,
+                                  served_model_name=settings.served_model_name,
+                                  remote_constraints=settings.remote_constraints)
     return create_engine(settings.engine, model=settings.model, base_url=settings.base_url,
                          **options)
 

@@ -101,3 +101,89 @@ def test_the_cli_module_runs_as_a_program() -> None:
     done = subprocess.run([sys.executable, "-m", "stackroute.server.cli", "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "serve" in done.stdout, done.stderr
+
+
+# -- the other engines' flags: --chat-template, --engine-arg, --served-model-name,
+#    --remote-constraints (registry.engine_options) ------------------------------------------
+def test_each_engine_gets_the_flags_it_uses() -> None:
+    from pathlib import Path
+
+    flags = EngineFlags(chat_template=Path("t.jinja"),
+                        engine_args=("tensor_parallel_size=2", "quantization=awq",
+                                     'structured_outputs_config={"backend": "guidance"}'),
+                        served_model_name="router")
+    assert flags.engine_options_for("vllm") == {
+        "chat_template": Path("t.jinja"), "served_model_name": "router",
+        "engine_args": {"tensor_parallel_size": 2, "quantization": "awq",
+                        "structured_outputs_config": {"backend": "guidance"}}}
+    assert EngineFlags(chat_template=Path("t.jinja")).engine_options_for("transformers") == {
+        "chat_template": Path("t.jinja")}
+    assert EngineFlags().engine_options_for("remote") == {"constraints": "auto"}
+    assert EngineFlags(remote_constraints="grammar").engine_options_for("remote") == {
+        "constraints": "grammar"}
+    assert EngineFlags(served_model_name="x").engine_options_for("pkg.mod:factory") == {}
+
+
+@pytest.mark.parametrize(("flags", "engine", "words"), [
+    (EngineFlags(engine_args=("max_model_len=9",)), "transformers",
+     "--engine-arg is for the vllm engine; got --engine transformers"),
+    (EngineFlags(served_model_name="x"), "remote", "--served-model-name is for the vllm"),
+    (EngineFlags(chat_template=__import__("pathlib").Path("t")), "remote",
+     "a remote upstream renders its own prompts"),
+    (EngineFlags(remote_constraints="grammar"), "vllm", "--remote-constraints is for the "
+                                                          "remote engine"),
+    (EngineFlags(remote_constraints="guided"), "remote", "auto or one of structured_outputs"),
+    (EngineFlags(engine_args=("max_model_len",)), "vllm", "KEY=VALUE"),
+])
+def test_a_flag_for_another_engine_is_an_error_naming_it(flags: EngineFlags, engine: str,
+                                                         words: str) -> None:
+    with pytest.raises(InputError, match=words):
+        flags.engine_options_for(engine)
+
+
+def test_the_cli_refuses_an_engine_arg_for_the_embedded_engine_before_loading() -> None:
+    result = CliRunner().invoke(app, ["route", "examples/bank.catalog.json", "Send 5 to Asha",
+                                      "--engine-arg", "max_model_len=4096"])
+    assert result.exit_code == 2
+    assert "--engine-arg is for the vllm engine" in result.output
+
+
+def test_the_settings_take_the_engine_settings_and_check_them(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from stackroute.server.http.app import build_engine
+
+    folder = Path(str(tmp_path))
+    config = folder / "settings.json"
+    config.write_text('{"engine_args": {"max-model-len": 9}, "served_model_name": "r", '
+                      '"remote_constraints": "json_schema", "chat_template": "t.jinja"}')
+    settings = ServerSettings(config=config, db=str(folder / "s.db"))
+    assert settings.engine_args == {"max-model-len": 9}
+    assert settings.chat_template == folder / "t.jinja"  # relative to the config file
+    with pytest.raises(InputError, match="--engine-arg is for the vllm engine"):
+        build_engine(settings)
+    with pytest.raises((SettingsError, ValueError), match="remote_constraints"):
+        ServerSettings(remote_constraints="guided_choice")
+
+
+@pytest.mark.model
+def test_the_embedded_engine_renders_through_a_chat_template_file(embedded_model: object,
+                                                                  ) -> None:
+    from pathlib import Path
+
+    from stackroute.runtime.messages import Message
+    from stackroute.runtime.prompt import Prompt
+    from stackroute.server.engines.transformers_engine import TransformersEngine
+
+    gemma = Path(__file__).parent / "chat_templates" / "gemma" / "tokenizer_config.json"
+    engine = TransformersEngine(loaded=embedded_model,  # type: ignore[arg-type]
+                                chat_template=gemma)
+    assert dict(engine.info.features) == {"prompt_rendering": "template"}
+    prompt = Prompt((Message("system", "Route it."), Message("user", "Pay my bill. Options: "
+                                                                     "payments, DONE")))
+    # Gemma's turns (plain text to SmolLM2's tokenizer), opened by the model's own bos token
+    assert engine.renderer.decode(engine.renderer.prompt_ids(prompt)).startswith(
+        "<|im_start|><start_of_turn>user\nRoute it.\n\nPay my bill.")
+    assert engine.choose(prompt, ("payments", "DONE")).choice in ("payments", "DONE")
+    default = TransformersEngine(loaded=embedded_model)  # type: ignore[arg-type]
+    assert dict(default.info.features) == {"prompt_rendering": "chatml"}
