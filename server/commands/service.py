@@ -62,6 +62,13 @@ def serve(
                                  "server's own (repeat): the allowed_origins setting")] = None,
     serve_docs: Annotated[bool | None, typer.Option(
         "--docs/--no-docs", help="serve /docs and /redoc (CDN scripts; off by default)")] = None,
+    strict_openai: Annotated[bool | None, typer.Option(
+        "--strict-openai/--lenient-openai", help="refuse OpenAI-API fields this server does "
+        "not implement (400) instead of ignoring and naming them (the strict_openai "
+        "setting)")] = None,
+    max_tool_menu: Annotated[int | None, typer.Option(
+        "--max-tool-menu", help="a chat request's tools list wider than this is grouped into "
+                                "a tree before routing [default: 40]")] = None,
 ) -> None:
     """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
 
@@ -79,7 +86,8 @@ def serve(
             calibration=calibration, speculation="off" if no_speculation else None,
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
             unwinding=unwinding, allowed_hosts=allowed_host,
-            allowed_origins=allowed_origin, serve_docs=serve_docs)
+            allowed_origins=allowed_origin, serve_docs=serve_docs,
+            strict_openai=strict_openai, max_tool_menu=max_tool_menu)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
