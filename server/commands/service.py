@@ -10,8 +10,11 @@ from rich.markup import escape
 from stackroute.server.commands.common import (
     BaseUrlOpt,
     CalibrationOpt,
+    ChatTemplateOpt,
+    EngineArgOpt,
     ModelOpt,
     PolicyOpt,
+    ServedModelNameOpt,
     err_console,
     fail,
 )
@@ -69,15 +72,26 @@ def serve(
     max_tool_menu: Annotated[int | None, typer.Option(
         "--max-tool-menu", help="a chat request's tools list wider than this is grouped into "
                                 "a tree before routing [default: 40]")] = None,
+    chat_template: ChatTemplateOpt = None,
+    engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: Annotated[str | None, typer.Option(
+        "--remote-constraints", help="remote engine: auto | structured_outputs | json_schema "
+                                     "| grammar | none (the remote_constraints setting)")] = None,
 ) -> None:
     """Serve the HTTP API (routing, sessions, catalogs, OpenAI-compatible) with uvicorn.
 
     Flags override STACKROUTE_* environment variables, which override the config file."""
     import uvicorn
+    from stackroute.server.engines.engine_args import EngineArgsError, parse_engine_args
     from stackroute.server.http.app import create_app
     from stackroute.server.http.json_logging import configure_logging, logging_config
     from stackroute.server.settings import ServerSettings, SettingsError
 
+    try:
+        engine_args = parse_engine_args(engine_arg) if engine_arg else None
+    except EngineArgsError as e:
+        raise fail(e) from e
     try:
         settings = ServerSettings.load(
             engine=engine, model=model, base_url=base_url, host=host, port=port,
@@ -87,7 +101,9 @@ def serve(
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
             unwinding=unwinding, allowed_hosts=allowed_host,
             allowed_origins=allowed_origin, serve_docs=serve_docs,
-            strict_openai=strict_openai, max_tool_menu=max_tool_menu)
+            strict_openai=strict_openai, max_tool_menu=max_tool_menu,
+            chat_template=chat_template, engine_args=engine_args,
+            served_model_name=served_model_name, remote_constraints=remote_constraints)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e
