@@ -13,15 +13,19 @@ from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.commands.common import (
     BaseUrlOpt,
     CalibrationOpt,
+    ChatTemplateOpt,
     DraftTokensOpt,
     DtypeOpt,
+    EngineArgOpt,
     EngineFlags,
     EngineOpt,
     JsonOpt,
     ModelOpt,
     NoSpecOpt,
     PolicyOpt,
+    RemoteConstraintsOpt,
     RoutingFlags,
+    ServedModelNameOpt,
     SpecOpt,
     StringCharsOpt,
     UnwindOpt,
@@ -41,6 +45,9 @@ def route(
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
     max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
 ) -> None:
@@ -53,7 +60,9 @@ def route(
         flags = RoutingFlags.parse(policy=policy, calibration=calibration)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars))
+            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
+            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
+            remote_constraints=remote_constraints))
         options = flags.options_for(made)
         machine = build_machine(tree, made, options=options)
         state = machine.start(query, at=node)
@@ -84,6 +93,9 @@ def run(
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
     max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = False,
@@ -101,7 +113,9 @@ def run(
                                    unwinding=unwinding)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars))
+            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
+            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
+            remote_constraints=remote_constraints))
         options = flags.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
         state = machine.start(query, is_flat=flat)
@@ -144,6 +158,9 @@ def eval_(
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
     max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = False,
@@ -163,7 +180,9 @@ def eval_(
                                    speculation=speculation, no_speculation=no_speculation,
                                    unwinding=unwinding)
         made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars))
+            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
+            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
+            remote_constraints=remote_constraints))
         options = flags.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
     except StackrouteError as e:
