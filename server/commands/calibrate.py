@@ -12,11 +12,15 @@ from rich.table import Table
 from stackroute.runtime.errors import InputError
 from stackroute.server.commands.common import (
     BaseUrlOpt,
+    ChatTemplateOpt,
     DtypeOpt,
+    EngineArgOpt,
     EngineFlags,
     EngineOpt,
     JsonOpt,
     ModelOpt,
+    RemoteConstraintsOpt,
+    ServedModelNameOpt,
     console,
     fail,
     load_tree,
@@ -45,6 +49,9 @@ def calibrate(
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     out: OutOpt = None, limit: LimitOpt = None, thresholds_only: ThresholdsOnlyOpt = False,
     dtype: DtypeOpt = DEFAULT_DTYPE, as_json: JsonOpt = False,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
 ) -> None:
     """Measure the guided policy's weights and thresholds for a model on dev queries, and
     write them as a calibration file for `--calibration` (or STACKROUTE_CALIBRATION)."""
@@ -67,7 +74,9 @@ def calibrate(
                              "paths (FORMAT.md)")
         check_gold_paths(tree, items, source=str(queries))
         require_embedder()
-        made = make_engine(engine, model, base_url, EngineFlags(dtype=dtype))
+        made = make_engine(engine, model, base_url, EngineFlags(
+            dtype=dtype, chat_template=chat_template, engine_args=tuple(engine_arg or ()),
+            served_model_name=served_model_name, remote_constraints=remote_constraints))
         name = made.info.model
         path = out or default_out(name)
         dev = Dataset(catalog.name.split(".")[0] or "dev", tree, items, PromptStyle())

@@ -10,9 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 from stackroute.server.commands.common import (
     BaseUrlOpt,
+    ChatTemplateOpt,
+    EngineArgOpt,
+    EngineFlags,
     EngineOpt,
     JsonOpt,
     ModelOpt,
+    RemoteConstraintsOpt,
+    ServedModelNameOpt,
     console,
     fail,
     load_tree,
@@ -35,6 +40,9 @@ def lint(
     limit: Annotated[int | None, typer.Option(
         "--limit", help="route at most N of the --queries")] = None,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """Validate a catalog, print its statistics and every problem; exit 1 on errors."""
@@ -45,7 +53,11 @@ def lint(
         confusion = None
         if queries is not None and not out["errors"]:
             confusion = _query_confusion(catalog, queries, limit=limit,
-                                         engine=make_engine(engine, model, base_url))
+                                         engine=make_engine(engine, model, base_url, EngineFlags(
+                                             chat_template=chat_template,
+                                             engine_args=tuple(engine_arg or ()),
+                                             served_model_name=served_model_name,
+                                             remote_constraints=remote_constraints)))
     except StackrouteError as e:
         raise fail(e) from e
     if confusion is not None:
@@ -141,6 +153,9 @@ def build_tree_cmd(
         "--model-names/--word-names", help="name routers with the model (constrained to a "
         "short name pattern) or from their members' words (fast, no model)")] = False,
     engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
+    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
+    served_model_name: ServedModelNameOpt = None,
+    remote_constraints: RemoteConstraintsOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
     """A tree from a flat catalog: leaves clustered by description into routers of
@@ -150,7 +165,10 @@ def build_tree_cmd(
     from stackroute.server.tools.tree_builder import build_tree_file
 
     try:
-        namer = make_engine(engine, model, base_url) if model_names else None
+        namer = make_engine(engine, model, base_url, EngineFlags(
+            chat_template=chat_template, engine_args=tuple(engine_arg or ()),
+            served_model_name=served_model_name, remote_constraints=remote_constraints)) \
+            if model_names else None
         with progress_bar("build-tree: embedding leaves") as bar:
             result = build_tree_file(flat_catalog, out, embedder=cached_embedder_with_progress(
                 bar), engine=namer, min_children=min_children, max_children=max_children,
