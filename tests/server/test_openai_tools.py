@@ -277,3 +277,35 @@ def _wait_for_session(live: str, session_id: str, done: Any,
         if done(session) or time.monotonic() > deadline:
             return dict(session)
         time.sleep(0.2)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_4076_seal_tools_leaves_as_tools(live: str, model_id: str,
+                                            shared_data: Path) -> None:
+    """The whole Seal-Tools flat catalog as one tools list: grouped into a tree, then routed.
+    Building it takes minutes on a shared CPU (bench/results/*-openai-tools-seal), so it runs
+    only with STACKROUTE_SEAL_TOOLS=1."""
+    import os
+
+    if os.environ.get("STACKROUTE_SEAL_TOOLS") != "1":
+        pytest.skip("set STACKROUTE_SEAL_TOOLS=1: building the 4,076-tool catalog takes "
+                    "minutes (far past CI's budget)")
+    flat = json.loads((shared_data / "seal-tools/seal-tools.flat.catalog.json").read_text())
+    tools = [{"type": "function", "function": {
+        "name": leaf["name"], "description": leaf.get("description", ""),
+        "parameters": leaf.get("parameters") or {"type": "object", "properties": {}}}}
+        for leaf in flat["children"]]
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    query = "Retrieve information about the number of nurses in a specific country."
+    big = openai.OpenAI(base_url=f"{live}/v1", api_key="unused", max_retries=0, timeout=3600)
+    for is_cached in (False, True):
+        response = big.chat.completions.create(
+            model=model_id, messages=[{"role": "user", "content": query}],
+            tools=tools, tool_choice="required")  # type: ignore[arg-type]
+        routing = response.model_extra["tool_routing"]  # type: ignore[index]
+        assert routing["num_tools"] == len(tools) and routing["is_catalog_cached"] is is_cached
+        call = response.choices[0].message.tool_calls[0]  # type: ignore[index]
+        jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
+        print(f"\nseal-tools ({routing['catalog_build_ms']} ms build): {call.function.name}"
+              f"({call.function.arguments}), {response.usage}")
