@@ -16,6 +16,7 @@ is refused with a 400 naming them (`unsupported_field`), as before.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,9 @@ from stackroute.server.http.errors import UnsupportedFieldError, unsupported_fie
 log = logging.getLogger(__name__)
 
 IGNORED_FIELDS_HEADER = "X-Stackroute-Ignored-Fields"
+MAX_NAMES = 20  # names in the header; the log has them all
+MAX_NAME_CHARS = 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 # Known fields whose non-default values this server does not implement: ignored (or refused).
 _ZERO_ONLY = ("frequency_penalty", "presence_penalty")
 
@@ -49,8 +53,17 @@ def judge(body: BaseModel, *, is_strict: bool, request_id: str | None) -> list[s
 
 
 def header_of(names: list[str]) -> dict[str, str]:
-    """The response header naming `names` (none when nothing was ignored)."""
-    return {IGNORED_FIELDS_HEADER: ", ".join(names)} if names else {}
+    """The response header naming `names` (none when nothing was ignored): the client's own
+    key names, so anything but name characters is written `?`, and the list is bounded.
+
+    >>> header_of(["logit_bias", "x\\r\\nSet-Cookie: a"])
+    {'X-Stackroute-Ignored-Fields': 'logit_bias, x??Set-Cookie??a'}
+    """
+    if not names:
+        return {}
+    shown = [_UNSAFE.sub("?", name)[:MAX_NAME_CHARS] for name in names[:MAX_NAMES]]
+    more = f", … ({len(names) - MAX_NAMES} more)" if len(names) > MAX_NAMES else ""
+    return {IGNORED_FIELDS_HEADER: ", ".join(shown) + more}
 
 
 def _unknown(value: Any, prefix: str) -> Iterator[str]:

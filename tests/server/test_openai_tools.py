@@ -309,3 +309,14 @@ def test_the_4076_seal_tools_leaves_as_tools(live: str, model_id: str,
         jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
         print(f"\nseal-tools ({routing['catalog_build_ms']} ms build): {call.function.name}"
               f"({call.function.arguments}), {response.usage}")
+
+
+@pytest.mark.parametrize("name", ["stackroute.server.http.openai_leniency",
+                                  "stackroute.server.service.tool_runs",
+                                  "stackroute.server.service.tool_catalogs"])
+def test_doctests(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
