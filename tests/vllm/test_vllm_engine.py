@@ -425,3 +425,21 @@ def test_remote_engine_against_vllm_serve(vllm_server: str, vllm_engine: Any) ->
         usage = remote.choose(*calls[1]).usage
         assert usage.cached_tokens >= 128  # vLLM's block size on CPU
         assert usage.prompt_tokens == vllm_engine.count_tokens(calls[1][0])
+
+
+def test_remote_engine_probes_vllm_serve_and_answers_menus_by_a_json_schema(
+        vllm_server: str) -> None:
+    """vLLM offers structured_outputs (the probe finds it, with logprobs); its
+    response_format json_schema is the rung SGLang, LM Studio or Ollama would get: a menu as
+    a string enum, read back without the quotes."""
+    from stackroute.server.engines.remote_engine import RemoteEngine
+    from stackroute.server.engines.remote_features import ConstraintApi
+
+    with RemoteEngine(base_url=vllm_server, constraints="auto") as remote:
+        assert remote.features.constraints is ConstraintApi.STRUCTURED_OUTPUTS
+        assert remote.features.has_logprobs and remote.features.is_probed
+    with RemoteEngine(base_url=vllm_server, constraints="json_schema") as remote:
+        for request_text, options in zip(REQUESTS[:3], MENUS[:3], strict=True):
+            result = remote.choose(menu_prompt(request_text, options), options)
+            assert result.choice in options
+            assert math.isclose(sum(result.probabilities.values()), 1.0, rel_tol=1e-9)
