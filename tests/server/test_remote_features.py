@@ -129,7 +129,8 @@ def test_constraint_api_names() -> None:
 
 
 @pytest.mark.parametrize("name", ["stackroute.server.engines.remote_features",
-                                  "stackroute.server.engines.engine_args"])
+                                  "stackroute.server.engines.engine_args",
+                                  "stackroute.server.engines.registry"])
 def test_doctests(name: str) -> None:
     import doctest
     import importlib
