@@ -73,7 +73,9 @@ class ChaosReport:
             f"sessions {c.sessions} ({c.sessions_accepted} accepted, "
             f"{c.sessions_through_kills} through a kill), gate answers {c.gates_accepted}, "
             f"side effects counted {self.side_effects}, duplicates {self.duplicates}, "
-            f"lost {self.lost}, interrupted calls {c.calls_interrupted}, {c.duration_s:.0f} s",
+            f"lost {self.lost}, interrupted calls {c.calls_interrupted} "
+            f"({c.calls_finished_after_takeover} finished by a holder fenced off meanwhile), "
+            f"{c.duration_s:.0f} s",
             "OK: no session lost, no side effect twice, every approval applied once"
             if self.is_ok else "FAILED:\n  " + "\n  ".join((self.failures + c.failures)[:30]),
         ])

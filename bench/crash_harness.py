@@ -33,8 +33,9 @@ checks, for every session the server ever held:
    interrupted (killed inside its handler, so it may have taken effect) fails the same way in
    the reference run, since not running it again is the point;
 4. no leaf ran twice: the handlers' log has at most one line per call, exactly one for every
-   call the trace shows as run, none for a rejected call; and the calls begun but never
-   finished in the store are exactly the ones reported as interrupted.
+   call the trace shows as run, none for a rejected call; the calls begun but never finished
+   in the store are all reported as interrupted, and one reported interrupted that is
+   finished in the store (its holder was fenced off while the handler ran) ran once.
 """
 
 from __future__ import annotations
