@@ -116,6 +116,15 @@ def robust(ctx: typer.Context) -> None:
     raise typer.Exit(robust_main(ctx.args))
 
 
+@bench_app.command("mcp", context_settings=_PASS_THROUGH)
+def mcp(ctx: typer.Context) -> None:
+    """Tokens a client's model sees per request: several MCP servers' full tools/list vs the
+    stackroute gateway (options: python -m stackroute.bench.mcp_bench --help)."""
+    from stackroute.bench.mcp_bench import main as mcp_main
+
+    raise typer.Exit(mcp_main(ctx.args))
+
+
 @bench_app.command("run")
 def run(
     suite: Annotated[str, typer.Argument(help="a suite, several joined by commas, or all")],
@@ -197,7 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     `stackroute bench`): a first argument that is not `generate` is a suite to run."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in ("generate", "run", "speculation", "robust", "peers",
-                                "streaming", "chaos", "--help", "-h"):
+                                "streaming", "shared-prompt", "chaos", "mcp", "--help",
+                                "-h"):
         args.insert(0, "run")
     bench_app(args=args, prog_name="stackroute bench")
 

@@ -47,6 +47,9 @@ def mcp(
     calibration: CalibrationOpt = None,
     log_level: Annotated[str | None, typer.Option(
         "--log-level", help="debug | info | warning | error (on stderr)")] = None,
+    max_wait_s: Annotated[float, typer.Option(
+        "--max-wait-s", min=0.0, help="a routed request still running after this answers "
+                                      "'running'; `result(id)` polls it")] = 300.0,
 ) -> None:
     """Serve the catalogs' tree as an MCP server on stdin/stdout, forwarding calls of MCP
     leaves to their servers (docs/mcp.md)."""
@@ -69,12 +72,12 @@ def mcp(
     logging.basicConfig(stream=sys.stderr, level=settings.log_level.value.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        serve_stdio(settings, chosen)
+        serve_stdio(settings, chosen, max_wait_s=max_wait_s)
     except StackrouteError as e:
         raise fail(e) from e
 
 
-def serve_stdio(settings: ServerSettings, mode: Mode) -> None:
+def serve_stdio(settings: ServerSettings, mode: Mode, *, max_wait_s: float) -> None:
     """Build the engine, the service and the gateway; serve MCP on stdio until EOF."""
     from stackroute.server.engines.base import ClosableEngine
     from stackroute.server.http.app import build_engine
@@ -93,7 +96,7 @@ def serve_stdio(settings: ServerSettings, mode: Mode) -> None:
         gateway.attach(services)
         log.info("stackroute mcp: serving %s on stdio (%s mode)",
                  ", ".join(gateway.catalog_names()), mode.value)
-        build_server(gateway, mode=mode).run("stdio")
+        build_server(gateway, mode=mode, max_wait_s=max_wait_s).run("stdio")
     finally:
         if services is not None:
             services.close()

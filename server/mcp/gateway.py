@@ -273,6 +273,8 @@ def session_view(session_id: str, state: Any) -> dict[str, Any]:
         out["pending"] = {"path": state.pending.path, "arguments": state.pending.arguments}
         out["message"] = ("this call waits for approval: call `approve` with this id "
                           "(approve=false rejects it)")
+    if state.status is RunStatus.RUNNING:
+        out["message"] = "still routing: call `result` with this id for its state"
     if state.error:
         out["error"] = state.error
     return out

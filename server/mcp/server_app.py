@@ -47,8 +47,10 @@ DISCOVER_HOW = ("Walk the tree: `list_children` from path '' (the root), `descri
                 "a tool's parameters, then `call_leaf`.")
 
 
-def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE) -> MCPServer[Any]:
-    """The `MCPServer` exposing `gateway` in `mode`."""
+def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE,
+                 max_wait_s: float = MAX_ROUTE_WAIT_S) -> MCPServer[Any]:
+    """The `MCPServer` exposing `gateway` in `mode`; a routed request still running after
+    `max_wait_s` is answered `running` (its id polls with `result`)."""
     how = {Mode.ROUTE: ROUTE_HOW, Mode.DISCOVER: DISCOVER_HOW,
            Mode.BOTH: f"{ROUTE_HOW} Or: {DISCOVER_HOW}"}[mode]
     server: MCPServer[Any] = MCPServer("stackroute", instructions=INSTRUCTIONS.format(how=how),
@@ -71,7 +73,7 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE) -> MCPServer[A
         return answer.action == "accept" and bool(answer.data.approve)
 
     async def settle_session(ctx: Context, session_id: str) -> dict[str, Any]:
-        view = await sync(gateway.wait, session_id, max_wait_s=MAX_ROUTE_WAIT_S)
+        view = await sync(gateway.wait, session_id, max_wait_s=max_wait_s)
         while view["status"] == "paused":
             pending = view["pending"]
             decision = await confirm(ctx, f"Run {pending['path']} with "
@@ -79,7 +81,7 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE) -> MCPServer[A
             if decision is None:
                 return view
             await sync(gateway.decide, session_id, is_approved=decision)
-            view = await sync(gateway.wait, session_id, max_wait_s=MAX_ROUTE_WAIT_S)
+            view = await sync(gateway.wait, session_id, max_wait_s=max_wait_s)
         return view
 
     if mode in (Mode.ROUTE, Mode.BOTH):
