@@ -54,8 +54,10 @@ def mcp(
     """Serve the catalogs' tree as an MCP server on stdin/stdout, forwarding calls of MCP
     leaves to their servers (docs/mcp.md)."""
     from stackroute.runtime.errors import StackrouteError
-    from stackroute.server.mcp.server_app import Mode
     from stackroute.server.settings import ServerSettings, SettingsError
+
+    _require_sdk()
+    from stackroute.server.mcp.server_app import Mode
 
     try:
         chosen = Mode(mode)
@@ -121,6 +123,8 @@ def import_mcp(
     from stackroute.server.mcp.config import load_servers_file
     from stackroute.server.mcp.importer import ImportOptions, import_servers
 
+    _require_sdk()
+
     try:
         configs = load_servers_file(servers)
         from stackroute.server.embeddings.vector_cache import CachedEmbedder
@@ -135,6 +139,14 @@ def import_mcp(
     stats = build_tree(document).stats()
     err_console.print(f"{escape(str(out))}: {len(configs)} servers, {stats.num_leaves} tools, "
                       f"depth {stats.depth}, widest menu {stats.max_menu}", highlight=False)
+
+
+def _require_sdk() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise fail(ModuleNotFoundError("the MCP SDK is not installed: pip install "
+                                       "'stackroute[mcp]'"))
 
 
 class _LazyEmbedder:
