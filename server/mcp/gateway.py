@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.catalog import catalog_format, parse_catalog_document
-from stackroute.runtime.errors import InputError, StateError
+from stackroute.runtime.errors import CatalogError, InputError, StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.schemas import argument_errors
@@ -77,10 +77,13 @@ class McpGateway:
         """Configure the MCP servers the catalog files name (before the service loads them)."""
         for path in paths:
             p = Path(path)
-            document = parse_catalog_document(p.read_text(encoding="utf-8"),
-                                              fmt=catalog_format(p))
+            try:
+                document = parse_catalog_document(p.read_text(encoding="utf-8"),
+                                                  fmt=catalog_format(p))
+            except (OSError, UnicodeDecodeError, CatalogError):
+                continue  # the registry reports it when it loads the file
             if not isinstance(document, Mapping):
-                continue  # the registry reports it
+                continue
             servers = catalog_servers(document)
             for config in servers:
                 self.connections.add(config)
