@@ -29,6 +29,7 @@ from typing import Any
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.routing.prefix_warming import WarmScope, warm_catalog
 from stackroute.server.tools.evaluate import Query, read_queries, run_query, score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,8 @@ ORDERS = (PromptOrder.REQUEST_FIRST, PromptOrder.MENU_FIRST)
 class Suite:
     name: str
     tree: CapabilityTree
-    queries: list[Query]  # the first one warms up and is not reported
+    queries: list[Query]  # the first `num_warmup` warm up and are not reported
+    num_warmup: int = 1
 
 
 def evenly(items: Sequence[Query], count: int) -> list[Query]:
@@ -52,9 +54,14 @@ def evenly(items: Sequence[Query], count: int) -> list[Query]:
     return [items[int(i * step)] for i in range(count)]
 
 
-def load_suite(name: str, *, limit: int, seal_dir: Path = SEAL_DIR) -> Suite:
-    """`limit` reported queries of suite `name` plus one warm-up query before them."""
-    count = limit + 1
+def load_suite(name: str, *, limit: int, seal_dir: Path = SEAL_DIR,
+               num_warmup: int = 1) -> Suite:
+    """`limit` reported queries of suite `name` plus `num_warmup` warm-up queries first."""
+    suite = _load_suite(name, count=limit + num_warmup, seal_dir=seal_dir)
+    return replace(suite, num_warmup=num_warmup)
+
+
+def _load_suite(name: str, *, count: int, seal_dir: Path) -> Suite:
     if name in ("seal-test", "seal-dev"):
         split = "test" if name == "seal-test" else "dev"
         singles = [q for q in read_queries(seal_dir / f"{split}.queries.jsonl")
@@ -87,6 +94,14 @@ class Side:
         self.engine = engine
         self.pool = RouterPool(engine, replace(options, prompt_order=order))
 
+    def warm(self, tree: CapabilityTree, scope: WarmScope) -> dict[str, Any]:
+        """What the service does when a catalog loads (`prefix_warming.py`)."""
+        if scope is WarmScope.OFF:
+            return {}
+        report = warm_catalog(self.pool, tree, scope=scope)
+        return {"order": self.order.value, "warm_menus": report.num_menus,
+                "warm_ms": round(report.wall_ms, 1), "warm_usage": report.usage.to_dict()}
+
     def run(self, tree: CapabilityTree, query: Query) -> dict[str, Any]:
         machine = self.pool.machine(tree)
         started = time.perf_counter()
@@ -107,12 +122,19 @@ class Side:
                 "outcome": result.outcome, "usage": result.usage, "error": result.error}
 
 
-def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any) -> list[dict[str, Any]]:
+def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
+              warm: WarmScope = WarmScope.OFF) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    for side in sides:
+        warmed = side.warm(suite.tree, warm)
+        if warmed:
+            out.write(json.dumps({"suite": suite.name, "warm": warm.value, **warmed}) + "\n")
+            log(f"{suite.name} warmed ({side.order.value}): {warmed['warm_ms']:.0f} ms")
     for index, query in enumerate(suite.queries):
         ordered = list(sides) if index % 2 == 0 else list(reversed(sides))
         for position, side in enumerate(ordered):
-            row = {"suite": suite.name, "index": index, "is_warmup": index == 0,
+            row = {"suite": suite.name, "index": index,
+                   "is_warmup": index < suite.num_warmup,
                    "position": position, **side.run(suite.tree, query)}
             rows.append(row)
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -126,6 +148,7 @@ def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any) -> lis
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per suite and order over the reported (non-warm-up) rows, plus the new/old ratios."""
     out: dict[str, Any] = {}
+    rows = [r for r in rows if "order" in r and "index" in r]  # not the warm-on-load lines
     for suite in dict.fromkeys(r["suite"] for r in rows):
         by_order: dict[str, Any] = {}
         kept = [r for r in rows if r["suite"] == suite and not r["is_warmup"]]
@@ -193,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=12,
                         help="reported queries per suite (one more warms up)")
     parser.add_argument("--smoke", action="store_true", help="bank, 2 reported queries")
+    parser.add_argument("--warm", default="off", choices=[w.value for w in WarmScope],
+                        help="warm each side on load first, as the service does")
+    parser.add_argument("--warmup-queries", type=int, default=1,
+                        help="queries run first and not reported")
     parser.add_argument("--model", default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
@@ -214,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with open(out_dir / "items.jsonl", "a", encoding="utf-8") as out:
         for name in names:
-            rows += run_suite(load_suite(name, limit=limit), sides, out, log=log)
+            suite = load_suite(name, limit=limit, num_warmup=args.warmup_queries)
+            rows += run_suite(suite, sides, out, log=log, warm=WarmScope(args.warm))
     summary = {"command": " ".join(["stackroute bench shared-prompt", *(argv or sys.argv[1:])]),
                "model": sides[0].engine.info.model,
                "routing": sides[0].pool.options.describe(),
