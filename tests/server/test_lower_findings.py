@@ -39,7 +39,7 @@ def test_a_gates_hidden_characters_are_shown_escaped(tmp_path: Path) -> None:
     with serve(_app(tmp_path, engine)) as base:
         catalog_id = httpx.post(f"{base}/v1/catalogs", json=BANK_CATALOG).json()["id"]
         session_id = httpx.post(f"{base}/v1/sessions", json={
-            "catalog": catalog_id, "task": "Send 5 to Asha"}).json()["id"]
+            "catalog": catalog_id, "task": f"Send 5 to {PAYEE}"}).json()["id"]
         deadline = time.monotonic() + 30
         while (view := httpx.get(f"{base}/v1/sessions/{session_id}").json())["status"] \
                 == "running" and time.monotonic() < deadline:
