@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -53,20 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-wait-s", type=float, default=120.0,
                    help="a route still running after this counts as not done (the gateway's "
                         "--max-wait-s)")
-    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(given)
     fields = tuple(args.fields.split(",")) if args.fields else (
         SMOKE_FIELDS if args.smoke else DEFAULT_FIELDS)
     limit = args.limit or (3 if args.smoke else 24)
     out = args.out or REPO_ROOT / "bench" / "results" / (
         f"{date.today().isoformat()}-cpu-mcp{'-smoke' if args.smoke else ''}")
     summary = run(args.data / "seal-tools", fields=fields, limit=limit, out=out,
-                  max_wait_s=args.max_wait_s)
+                  max_wait_s=args.max_wait_s,
+                  command=shlex.join(["stackroute", "bench", "mcp", *given]))
     print(json.dumps(summary["table"], indent=1))
     return 0
 
 
 def run(seal: Path, *, fields: Sequence[str], limit: int, out: Path,
-        max_wait_s: float = 120.0) -> dict[str, Any]:
+        max_wait_s: float = 120.0, command: str = "stackroute bench mcp") -> dict[str, Any]:
     from stackroute.bench.environment import environment
 
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +88,7 @@ def run(seal: Path, *, fields: Sequence[str], limit: int, out: Path,
                "table": _table(items), "environment": environment(),
                "machine_note": "2-core shared VM, 8 helpers' jobs running beside it"}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out / "command.txt").write_text(" ".join(["stackroute bench mcp", *sys.argv[1:]]) + "\n")
+    (out / "command.txt").write_text(command + "\n")
     return summary
 
 
