@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.catalog import catalog_format, parse_catalog_document
-from stackroute.runtime.errors import CatalogError, InputError, StateError
+from stackroute.runtime.errors import CatalogError, InputError, StackrouteError, StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.runtime.schemas import argument_errors
@@ -99,7 +99,11 @@ class McpGateway:
                 self._current.setdefault(entry.name, entry.id)
         if is_refreshed:
             for name in list(self._documents):
-                self.refresh_catalog(name)
+                try:
+                    self.refresh_catalog(name)
+                except StackrouteError as e:  # a server down at start: serve the file's tools
+                    log.warning("MCP catalog %s: not re-imported (%s); serving it as the "
+                                "file has it", name, e)
 
     def close(self) -> None:
         self._refresher.shutdown(wait=False, cancel_futures=True)
