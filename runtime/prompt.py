@@ -124,10 +124,10 @@ class PromptLayout:
         return "\n".join(lines)
 
     def arguments_request(self, leaf: Node, request: str) -> Message:
-        """The ask for a leaf's arguments. The request is quoted again last, right before the
-        answer: SmolLM2-135M copied the values ("Send 500 dollars to Asha" → Asha, 500) in 3
-        of 3 trials this way and in 0 of 3 when the request was only at the top of the prompt
-        (it made up "John", 10.5)."""
+        """The ask for a leaf's arguments, as the run's transcript keeps it. The request is
+        quoted again last, right before the answer: SmolLM2-135M copied the values ("Send 500
+        dollars to Asha" → Asha, 500) in 3 of 3 trials this way and in 0 of 3 when the request
+        was only at the top of the prompt (it made up "John", 10.5)."""
         schema = json.dumps(leaf.parameters or {"type": "object", "properties": {}},
                             ensure_ascii=False, separators=(",", ":"))
         quoted = json.dumps(request, ensure_ascii=False)
@@ -206,6 +206,69 @@ def call_statuses(output: list[dict[str, Any]]) -> list[tuple[str, str]]:
         else:
             out.append((path, "failed" if "error" in entry else "ok"))
     return out
+
+
+def arguments_overview(leaf: Node, request: str, *, ask: str | None = None) -> Message:
+    """The arguments prompt of value-by-value filling (`server/routing/arguments`): each
+    property's type, description, enum and format, the leaf's `examples` (with their
+    arguments where the catalog gives them) as few-shot lines, then the request quoted last,
+    right before the first ask (`value_ask`, or the whole object's)."""
+    lines = [f"Arguments of {leaf.name}:", *property_lines(leaf.parameters)]
+    lines.extend(example_lines(leaf))
+    lines.append(f"Request: {json.dumps(request, ensure_ascii=False)}")
+    lines.append(ask or "Write the JSON arguments, copying the values from the request.")
+    return Message("user", "\n".join(lines))
+
+
+def property_lines(schema: Mapping[str, Any] | None) -> list[str]:
+    """One line per property: name, type, required, enum, format or pattern, description."""
+    properties: Mapping[str, Any] = (schema or {}).get("properties") or {}
+    if not properties:
+        return ["(none: answer {})"]
+    required = set((schema or {}).get("required") or ())
+    lines = []
+    for name, prop in properties.items():
+        prop = prop if isinstance(prop, Mapping) else {}
+        facts = [str(prop["type"])] if "type" in prop else []
+        facts.append("required" if name in required else "optional")
+        if "enum" in prop:
+            facts.append("one of " + ", ".join(json.dumps(v, ensure_ascii=False)
+                                               for v in prop["enum"]))
+        for key in ("format", "pattern"):
+            if key in prop:
+                facts.append(f"{key} {prop[key]}")
+        text = " ".join(str(prop.get("description", "")).split())
+        lines.append(f"- {name} ({'; '.join(facts)})" + (f": {text}" if text else ""))
+    return lines
+
+
+def example_lines(leaf: Node, limit: int = 3) -> list[str]:
+    """The leaf's catalog `examples` as few-shot lines: a request, with its arguments where
+    the catalog gives them ({"request": …, "arguments": {…}})."""
+    examples = leaf.metadata.get("examples") or []
+    lines = []
+    for example in list(examples)[:limit]:
+        if isinstance(example, Mapping) and "request" in example:
+            shown = json.dumps(str(example["request"]), ensure_ascii=False)
+            if isinstance(example.get("arguments"), Mapping):
+                shown += " → " + json.dumps(example["arguments"], ensure_ascii=False)
+            lines.append(f"- {shown}")
+        elif isinstance(example, str):
+            lines.append(f"- {json.dumps(example, ensure_ascii=False)}")
+    return ["Examples:", *lines] if lines else []
+
+
+def value_ask(name: str, *, is_optional: bool) -> str:
+    """The question one constrained value choice answers (`server/routing/arguments`)."""
+    if is_optional:
+        return f"Value of {name}, copied from the request (NONE if the request gives none):"
+    return f"Value of {name}, copied from the request:"
+
+
+def rest_ask(names: list[str]) -> str:
+    """The ask for the arguments no candidate in the request could give (free JSON)."""
+    return (f"Write the JSON object of the remaining arguments ({', '.join(names)}), "
+            "copying the values from the request.")
 
 
 def answer(choice: str) -> Message:

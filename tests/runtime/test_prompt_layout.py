@@ -35,9 +35,9 @@ ACCOUNTS_MENU_TURN = (
     "Answer with one option name."
 )
 def open_account_args(request: str) -> str:
-    return ('Arguments of open_account:\n- kind (required; one of "savings", "checking")\n'
-            'Request: "' + request + '"\nWrite the JSON arguments, copying the values from the '
-            'request.')
+    return ('Schema of open_account\'s arguments: {"type":"object","properties":{"kind":{"enum":'
+            '["savings","checking"]}},"required":["kind"]}\nRequest: "' + request + '"\nWrite '
+            'the JSON arguments, copying the values from the request.')
 
 
 def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | None = None,

@@ -1,18 +1,20 @@
-"""Leaf arguments (routing/router.py): an answer cut off at the token cap is retried once under
-the required properties only, never unchanged, and the fallback is recorded (tier b: a
-scripted engine, the real machine)."""
+"""Leaf arguments from the request (routing/arguments/filling.py through routing/router.py):
+one constrained choice per value over the request's candidates, no call for a single
+candidate or an empty schema, optional properties only where the request supports them, free
+JSON under the schema only for a required value with no candidate (tier b: a scripted engine,
+the real machine; tier a: the real embedded model on the README's command)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from recovery_kit import FakeEngine, then_done
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Generation, SamplingOptions
-from stackroute.server.routing.router import build_machine, required_only
+from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import Query, run_query
 
 SCHEMA = {"type": "object", "properties": {
@@ -21,53 +23,125 @@ SCHEMA = {"type": "object", "properties": {
     "required": ["amount"]}
 CATALOG = {"name": "r", "children": [{"name": "pay", "description": "Pay.",
                                       "parameters": SCHEMA}]}
+SEND = {"name": "r", "children": [{"name": "send", "description": "Send money.",
+    "parameters": {"type": "object", "properties": {
+        "payee": {"type": "string", "description": "who receives it"},
+        "amount": {"type": "number"},
+        "currency": {"type": "string", "enum": ["USD", "EUR"]},
+        "memo": {"type": "string"}},
+        "required": ["payee", "amount"]},
+    "examples": [{"request": "send 20 to Bo", "arguments": {"payee": "Bo", "amount": 20}}]}]}
 
 
-class RunsOn(FakeEngine):
-    """Fills the token cap whenever `note` is allowed; answers at once when it is not."""
+class Writes(FakeEngine):
+    """Routes to the first leaf; writes `text` for any JSON it is asked for."""
 
-    def __init__(self) -> None:
-        super().__init__(then_done({"pay": 5.0, "DONE": 0.0}))
+    def __init__(self, route: Mapping[str, float], text: str = "{}",
+                 finish_reason: str = "stop", **logits: float) -> None:
+        super().__init__(then_done({**route, **logits}))
+        self.text, self.finish_reason = text, finish_reason
         self.schemas: list[Mapping[str, Any]] = []
 
     def generate(self, prompt: Any, *, constraint: Constraint | None = None,
                  sampling: SamplingOptions | None = None) -> Generation:
-        schema = constraint.schema if constraint is not None else None
-        assert schema is not None and sampling is not None
-        self.schemas.append(schema)
-        if "note" in schema["properties"]:
-            return Generation(text='{"amount":5,"note":"aaaa', finish_reason="length",
-                              usage=Usage(model_calls=1, generated_tokens=sampling.max_tokens))
-        return Generation(text='{"amount":5}', finish_reason="stop",
-                          usage=Usage(model_calls=1, generated_tokens=6))
+        assert constraint is not None and constraint.schema is not None
+        self.schemas.append(constraint.schema)
+        return Generation(text=self.text, finish_reason=self.finish_reason,
+                          usage=Usage(model_calls=1, generated_tokens=5))
 
 
-def test_a_cut_off_answer_is_retried_under_the_required_properties_once() -> None:
-    engine = RunsOn()
-    machine = build_machine(build_tree(CATALOG), engine)
-    state = run_query(machine, Query(id="q", query="pay 5", gold=(), args=None, tags=()))
+def leaf_event(state: Any, name: str) -> Any:
+    return next(e for e in state.trace if e.kind.value == "route" and e.decision == name)
+
+
+def value_calls(engine: FakeEngine) -> list[tuple[str, ...]]:
+    return [c.options for c in engine.calls if "DONE" not in c.options]
+
+
+def run(catalog: dict[str, Any], engine: FakeEngine, text: str) -> Any:
+    machine = build_machine(build_tree(catalog), engine)
+    return run_query(machine, Query(id="q", query=text, gold=(), args=None, tags=()))
+
+
+def test_a_single_candidate_takes_no_call_and_an_unsupported_option_stays_out() -> None:
+    engine = Writes({"pay": 5.0, "DONE": 0.0})
+    state = run(CATALOG, engine, "pay 5")
     assert [(c["path"], c["arguments"]) for c in state.calls] == [("pay", {"amount": 5})]
-    assert len(engine.schemas) == 2  # the cut-off answer, then the narrowed one: no loop
-    assert engine.schemas[1] == required_only(SCHEMA)
-    leaf = next(e for e in state.trace if e.kind.value == "route" and e.decision == "pay")
-    assert leaf.detail["arguments_fallback"] == "required_only"
-    assert leaf.usage is not None and leaf.usage["generated_tokens"] == 384 + 6
-    assert state.num_format_failures == 0
+    assert engine.schemas == [] and value_calls(engine) == []
+    assert leaf_event(state, "pay").usage["model_calls"] == 1  # the menu choice only
+    assert leaf_event(state, "pay").arguments_call.usage.model_calls == 0
 
 
-def test_an_answer_that_ends_is_kept_as_it_is() -> None:
-    engine = FakeEngine(then_done({"pay": 5.0, "DONE": 0.0}))
-    machine = build_machine(build_tree(CATALOG), engine)
-    state = run_query(machine, Query(id="q", query="pay", gold=(), args=None, tags=()))
-    leaf = next(e for e in state.trace if e.kind.value == "route" and e.decision == "pay")
-    assert "arguments_fallback" not in leaf.detail
-    assert json.loads(leaf.detail["arguments_text"]) == {}
+def test_the_model_chooses_among_the_requests_values_with_their_priors() -> None:
+    engine = Writes({"send": 5.0, "DONE": 0.0})
+    state = run(SEND, engine, "Send 40 euros to Asha and 10 to Li")
+    (payee_options, amount_options) = value_calls(engine)[:2]
+    assert payee_options[0] == "Asha" and "Li" in payee_options
+    assert amount_options == ("40", "10")  # the value given to payee is not offered again
+    bias = next(c.bias for c in engine.calls if c.options == payee_options)
+    assert bias is not None and bias["Asha"] > bias["euros"]
+    arguments = state.calls[0]["arguments"]
+    assert arguments["payee"] == "Asha" and arguments["amount"] == 40
+    assert arguments["currency"] == "EUR"  # "euros" matched the enum word, NONE lost
+    assert "memo" not in arguments  # the request never names a memo
 
 
-def test_required_only_changes_nothing_where_nothing_is_optional() -> None:
-    closed = {"type": "object", "properties": {"a": {}}, "required": ["a"],
-              "additionalProperties": False}
-    assert required_only(closed) is None
-    assert required_only({"type": "object"}) is None
-    assert required_only({"type": "object", "properties": {"a": {}}}) == {
-        "type": "object", "properties": {}, "additionalProperties": False}
+def test_the_arguments_prompt_shows_each_property_and_the_examples() -> None:
+    engine = Writes({"send": 5.0, "DONE": 0.0})
+    run(SEND, engine, "Send 40 to Asha")
+    first = next(c for c in engine.calls if "DONE" not in c.options)
+    turn = first.prompt.messages[-1].content
+    assert turn.splitlines() == [
+        "Arguments of send:",
+        "- payee (string; required): who receives it",
+        "- amount (number; required)",
+        '- currency (string; optional; one of "USD", "EUR")',
+        "- memo (string; optional)",
+        "Examples:",
+        '- "send 20 to Bo" → {"payee": "Bo", "amount": 20}',
+        'Request: "Send 40 to Asha"',
+        "Value of payee, copied from the request:"]
+    assert first.prompt.messages[-2].content == "send"  # the leaf's answer, then the ask
+
+
+def test_an_empty_schema_takes_no_call() -> None:
+    engine = Writes({"pay": 5.0, "DONE": 0.0})
+    catalog = {"name": "r", "children": [{"name": "pay", "description": "Pay."}]}
+    state = run(catalog, engine, "pay")
+    assert state.calls[0]["arguments"] == {} and engine.schemas == []
+    call = leaf_event(state, "pay").arguments_call
+    assert call.usage.model_calls == 0 and call.fallback is None
+
+
+def test_a_required_value_with_no_candidate_is_written_under_its_schema() -> None:
+    engine = Writes({"pay": 5.0, "DONE": 0.0}, text='{"amount": 7}')
+    state = run(CATALOG, engine, "pay the plumber")
+    assert engine.schemas == [{"type": "object", "properties": {"amount": {"type": "number"}},
+                               "required": ["amount"], "additionalProperties": False}]
+    assert state.calls[0]["arguments"] == {"amount": 7}
+    call = leaf_event(state, "pay").arguments_call
+    assert call.fallback == "free_text" and call.usage.model_calls == 1
+
+
+def test_free_text_cut_off_at_the_cap_is_a_misstep() -> None:
+    engine = Writes({"pay": 5.0, "DONE": 0.0}, text='{"amount": 7', finish_reason="length")
+    state = run(CATALOG, engine, "pay the plumber")
+    assert state.calls == [] or state.calls[0].get("error")
+    assert state.num_format_failures >= 1
+
+
+@pytest.mark.model
+def test_real_model_makes_the_readme_call(engine: Any) -> None:
+    """The README's command: exactly one call, send_money with payee Asha and amount 500."""
+    from pathlib import Path
+
+    from stackroute.runtime.catalog import load_catalog
+    from stackroute.server.routing.calibration import router_options
+
+    catalog = Path(__file__).resolve().parents[2] / "examples" / "bank.catalog.json"
+    tree = load_catalog(catalog)
+    machine = build_machine(tree, engine, options=router_options(engine.info.model))
+    state = run_query(machine, Query(id="readme", query="Send 500 dollars to Asha", gold=(),
+                                     args=None, tags=()))
+    assert [(c["path"], c["arguments"]) for c in state.calls] == [
+        ("payments/send_money", {"payee": "Asha", "amount": 500})]

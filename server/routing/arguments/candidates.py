@@ -1,0 +1,233 @@
+"""Value candidates: for one property of a leaf's schema, the values the request actually
+holds, each with a prior (a logit bias the model's constrained choice starts from).
+
+Numbers come normalised ("5k" → 5000, "$1.2M" → 1200000), dates and times in the schema's
+format, enum values matched to the request's words, e-mails, phone numbers, ids, quoted text,
+and word spans that neither start nor end with a function word. Nothing is invented: every
+candidate is in the request (an enum value or a normalised form of it)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
+from stackroute.server.routing.arguments.numbers import find_numbers
+
+MAX_SPAN_WORDS = 6
+MAX_CANDIDATES = 48
+STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is are be as
+into about than then that this these those it its my me i you your we our please can could
+would will shall should do does did get give show tell find set make let up out over under all
+any some what which who whom whose where when how if via per using use""".split())  # noqa: SIM905
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d(?!\w)")
+_QUOTED = re.compile(r"\"([^\"]+)\"?|'([^']+)'|“([^”]+)”")
+_WORD = re.compile(r"[\w$€£@#][\w.@/+'’#-]*[\w%]|[\w$€£%]")
+_IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
+_NAME_JOINERS = frozenset(("of", "the", "and", "de", "for", "&"))
+_DATE_WORDS = ("date", "day", "month", "deadline", "birthday", "when", "start", "end", "until",
+               "since")
+_TIME_WORDS = ("time", "hour", "start", "end", "when")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    value: Any  # the JSON value the argument takes
+    text: str  # the option the model chooses (unique per property)
+    kind: str  # number | date | time | enum | email | phone | id | quoted | span | boolean
+    prior: float = 0.0  # logit bias for the constrained choice
+
+
+def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
+    """The property's own words: its name split at _ and camelCase (lower case)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    return [w.lower() for w in spaced.split() if w and w.lower() not in STOPWORDS]
+
+
+def _cue_positions(request: str, words: list[str]) -> list[int]:
+    """Where the request names the property (a word of its name, 4-letter stem): the end of
+    each such word, so a value right after it ("with ID X", "age of 63") can be favoured."""
+    out = []
+    for match in re.finditer(r"[A-Za-z]+", request):
+        word = match[0].lower()
+        if any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
+               for w in words):
+            out.append(match.end())
+    return out
+
+
+def _near(span: tuple[int, int], cues: list[int], request: str) -> bool:
+    """A cue word ends at most a few function words before `span`."""
+    for end in cues:
+        if end <= span[0]:
+            between = request[end:span[0]].lower().split()
+            between = [w.strip(".,:;\"'") for w in between]
+            if len(between) <= 3 and all(w in STOPWORDS or w in ("is", "named", "called", "id",
+                                                                  "number", "no", "#")
+                                         for w in between if w):
+                return True
+    return False
+
+
+def candidates(name: str, schema: Mapping[str, Any], request: str) -> list[Candidate]:
+    """The values `request` holds for property `name` (its JSON schema `schema`), most
+    plausible first, unique by text, at most MAX_CANDIDATES."""
+    kind = schema.get("type")
+    words = property_words(name, schema)
+    cues = _cue_positions(request, words)
+    if "enum" in schema:
+        found = _enum_candidates(schema["enum"], request)
+    elif kind == "boolean":
+        found = [Candidate(True, "true", "boolean"), Candidate(False, "false", "boolean")]
+    elif kind in ("integer", "number"):
+        found = _number_candidates(kind, request, cues, words)
+    elif kind in ("string", None):
+        found = _string_candidates(name, schema, request, cues, words)
+    else:
+        found = []  # arrays and objects: the model writes them under the schema (fallback)
+    unique: dict[str, Candidate] = {}
+    for candidate in sorted(found, key=lambda c: -c.prior):
+        if candidate.text and not candidate.text[0].isspace():
+            unique.setdefault(candidate.text, candidate)
+    return list(unique.values())[:MAX_CANDIDATES]
+
+
+def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
+    lowered = request.lower()
+    tokens = set(re.findall(r"[a-z0-9]+", lowered))
+    matched = []
+    for value in values:
+        text = str(value) if not isinstance(value, str) else value
+        phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
+        parts = phrase.split()
+        if phrase and (re.search(rf"\b{re.escape(phrase)}\b", lowered) or (parts and all(
+                p in tokens or any((t[:5] == p[:5] and len(p) >= 5)
+                                   or (len(p) >= 3 and t.startswith(p) and len(t) - len(p) <= 2)
+                                   for t in tokens)
+                for p in parts))):
+            matched.append(Candidate(value, _option_text(value), "enum", prior=2.0))
+    if matched:
+        return matched
+    return [Candidate(v, _option_text(v), "enum", prior=-1.0) for v in values]
+
+
+def enum_matched(found: list[Candidate]) -> bool:
+    """Whether the enum candidates are words of the request (not the whole enum as a menu)."""
+    return any(c.kind == "enum" and c.prior > 0 for c in found)
+
+
+def _option_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) and value else json.dumps(value)
+
+
+def _number_candidates(kind: str, request: str, cues: list[int],
+                       words: list[str]) -> list[Candidate]:
+    blocked = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
+    money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
+                      "income", "balance", "payment") for w in words)
+    out = []
+    for number in find_numbers(request):
+        if any(a <= number.span[0] < b for a, b in blocked):
+            continue
+        value = number.value
+        if kind == "integer" and isinstance(value, float):
+            continue
+        prior = 2.0 if _near(number.span, cues, request) else 0.0
+        prior += 1.0 if money and number.is_money else 0.0
+        text = str(value) if not isinstance(value, float) else repr(value)
+        out.append(Candidate(value, text, "number", prior=prior))
+    return out
+
+
+def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues: list[int],
+                       words: list[str]) -> list[Candidate]:
+    fmt = schema.get("format")
+    pattern = schema.get("pattern")
+    described = " ".join(words) + " " + str(schema.get("description", "")).lower()
+    out: list[Candidate] = []
+    if fmt == "email" or "email" in words or "mail" in words:
+        out += [Candidate(m[0], m[0], "email", 3.0) for m in _EMAIL.finditer(request)]
+        if fmt == "email":
+            return out
+    if fmt in ("date", "date-time") or any(w in described for w in _DATE_WORDS):
+        for found in find_dates(request):
+            prior = 3.0 if fmt in ("date", "date-time") or "date" in described else 1.0
+            forms = date_forms(found, schema_format=fmt)
+            if pattern and found.year is not None:
+                forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
+            out += [Candidate(f, f, "date", prior) for f in forms]
+    if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
+        for found_time in find_times(request):
+            out += [Candidate(f, f, "time", 2.0)
+                    for f in time_forms(found_time, schema_format=fmt)]
+    if "phone" in words or fmt == "phone":
+        out += [Candidate(m[0].strip(), m[0].strip(), "phone", 3.0)
+                for m in _PHONE.finditer(request)]
+    if fmt in ("date", "date-time", "time", "email"):
+        return out
+    for match in _QUOTED.finditer(request):
+        text = next(g for g in match.groups() if g is not None).strip().rstrip(".")
+        if text:
+            near = _near(match.span(), cues, request)
+            out.append(Candidate(text, text, "quoted", 3.0 + (1.5 if near else 0.0)))
+    out += _spans(request, cues, words)
+    if pattern:
+        out = [c for c in out if _matches(pattern, c.text)]
+    return out
+
+
+def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
+    tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
+    tokens = [(t, start) for t, start in tokens if t]
+    dates = [d.span for d in find_dates(request)]
+    own = {w[:4] for w in words}
+
+    def is_capital(k: int) -> bool:
+        return 0 < k < len(tokens) and tokens[k][0][:1].isupper()
+
+    is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
+                for w in words)
+    out = []
+    for i in range(len(tokens)):
+        for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
+            first, last = tokens[i][0], tokens[j][0]
+            if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
+                continue
+            if i == 0 and j == 0 and first[:1].isupper() and len(tokens) > 1:
+                continue  # the request's opening verb ("Send", "Find")
+            start = tokens[i][1]
+            end = tokens[j][1] + len(last)
+            if re.search(r"[.;!?]\s|,\s", request[start:end]):
+                continue  # spans stay inside one clause
+            text = request[start:end]
+            if any(q in text for q in "\"“”") or all(
+                    t.lower() in STOPWORDS or t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
+                continue  # a quote's edge, or the property's own name ("ID", "post ID")
+            capitalised = all(t[0][:1].isupper() or t.lower() in _NAME_JOINERS
+                              for t, _ in tokens[i:j + 1]) and i != 0
+            prior = -0.4 * (j - i)
+            if capitalised:  # a whole name beats its parts ("New York", not "New")
+                prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
+                                               else 0.0)
+            if any(t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
+                prior -= 1.5  # "ID X": the value without its label
+            if any(a < end and start < b for a, b in dates):
+                prior -= 1.0  # dates are offered normalised where a property wants one
+            if _IDLIKE.fullmatch(text):
+                prior += 2.0 if is_id else 0.5
+            prior += 2.0 if _near((start, end), cues, request) else 0.0
+            out.append(Candidate(text, text, "id" if _IDLIKE.fullmatch(text) else "span",
+                                 prior))
+    return out
+
+
+def _matches(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True

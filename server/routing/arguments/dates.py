@@ -1,0 +1,119 @@
+"""Dates and times a request holds, normalised to a JSON schema's `format` (or a `pattern`).
+
+>>> [d.iso for d in find_dates("from November 25, 2013, to 7 Jan 2006 and 2024-03-05")]
+['2013-11-25', '2006-01-07', '2024-03-05']
+>>> [t.iso for t in find_times("between 13:31 and 9am, or 3:45 pm")]
+['13:31', '09:00', '15:45']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_MONTHS = {name: n for n, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+     ("october", "oct"), ("november", "nov"), ("december", "dec")], 1) for name in names}
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4})"
+_DATE_PATTERNS = [
+    re.compile(r"\b(?P<year>\d{4})-(?P<mnum>\d{1,2})-(?P<day>\d{1,2})\b"),
+    re.compile(r"\b(?P<year>\d{4})/(?P<mnum>\d{1,2})/(?P<day>\d{1,2})\b"),
+    re.compile(r"\b(?P<mnum>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4})\b"),  # US order
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),  # a month: day left out
+    re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*,?\s*\d)", re.IGNORECASE),  # no year
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s*\d)", re.IGNORECASE),
+]
+_TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<second>[0-5]\d))?"
+                   r"\s*(?P<half>am|pm|a\.m\.|p\.m\.)?(?![\w:])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FoundDate:
+    year: int | None
+    month: int
+    day: int | None  # None: the request named a month only
+    text: str
+    span: tuple[int, int]
+
+    @property
+    def iso(self) -> str:
+        """YYYY-MM-DD (YYYY-MM for a month, --MM-DD without a year)."""
+        year = f"{self.year:04d}" if self.year is not None else "-"
+        return f"{year}-{self.month:02d}" + (f"-{self.day:02d}" if self.day is not None else "")
+
+
+@dataclass(frozen=True)
+class FoundTime:
+    hour: int
+    minute: int
+    second: int | None
+    text: str
+    span: tuple[int, int]
+
+    @property
+    def iso(self) -> str:
+        seconds = f":{self.second:02d}" if self.second is not None else ""
+        return f"{self.hour:02d}:{self.minute:02d}{seconds}"
+
+
+def find_dates(text: str) -> list[FoundDate]:
+    out: list[FoundDate] = []
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            if any(_overlaps(match.span(), d.span) for d in out):
+                continue
+            groups = match.groupdict()
+            month = int(groups["mnum"]) if groups.get("mnum") else \
+                _MONTHS[groups["month"].lower().rstrip(".")]
+            day = int(groups["day"]) if groups.get("day") else None
+            if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+                continue
+            year = int(groups["year"]) if groups.get("year") else None
+            out.append(FoundDate(year, month, day, match[0], match.span()))
+    return sorted(out, key=lambda d: d.span)
+
+
+def find_times(text: str) -> list[FoundTime]:
+    """Clock times: "13:31", "9am", "3:45 pm" (a bare number is not a time)."""
+    out: list[FoundTime] = []
+    for match in _TIME.finditer(text):
+        half = (match["half"] or "").lower().replace(".", "")
+        if match["minute"] is None and not half:
+            continue
+        hour = int(match["hour"])
+        if half and not 1 <= hour <= 12:
+            continue
+        if half == "pm" and hour != 12:
+            hour += 12
+        elif half == "am" and hour == 12:
+            hour = 0
+        second = int(match["second"]) if match["second"] else None
+        out.append(FoundTime(hour, int(match["minute"] or 0), second, match[0].strip(),
+                             match.span()))
+    return out
+
+
+def date_forms(found: FoundDate, *, schema_format: str | None) -> list[str]:
+    """How `found` may be written for a property: the schema's format first."""
+    if found.year is None:
+        return [found.text]
+    if found.day is None:
+        return [found.iso]  # YYYY-MM
+    if schema_format == "date-time":
+        return [f"{found.iso}T00:00:00"]
+    return [found.iso]
+
+
+def time_forms(found: FoundTime, *, schema_format: str | None) -> list[str]:
+    if schema_format == "time":
+        return [f"{found.hour:02d}:{found.minute:02d}:{found.second or 0:02d}"]
+    return [found.iso]
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]

@@ -1,0 +1,213 @@
+"""Filling a chosen leaf's arguments from the request: one constrained choice per value.
+
+For each property (required first, in schema order) the request's value candidates
+(`candidates.py`) are the menu, their priors the option bias, and the model chooses under the
+same constraint routing uses (`engine.choose`). A single candidate needs no model call. An
+optional property is offered only where the request supports it (it names the property, or
+holds a value of its kind: a matched enum word, a date, an e-mail, an unused number), and then
+with `NONE` on the menu; otherwise it stays out. A required property the request holds no
+candidate for (and any array or object) is written by the model as free JSON under its schema,
+one call for all of them: the fallback. Values already given to one property are not offered
+to the next while others remain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import Prompt, answer, arguments_overview, rest_ask, value_ask
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.tree import Node
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
+from stackroute.server.routing.arguments.candidates import (
+    Candidate,
+    candidates,
+    enum_matched,
+    property_words,
+)
+
+NONE_OPTION = "NONE"
+_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id"))
+
+
+@dataclass
+class ValueChoice:
+    """How one property got its value (or was left out)."""
+
+    name: str
+    source: str  # single | model | fallback | omitted | unsupported
+    num_candidates: int
+    value: Any = None
+    probability: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "source": self.source,
+                               "num_candidates": self.num_candidates}
+        if self.source in ("single", "model", "fallback"):
+            out["value"] = self.value
+        if self.probability is not None:
+            out["probability"] = round(self.probability, 4)
+        return out
+
+
+@dataclass
+class FilledArguments:
+    arguments: dict[str, Any]
+    text: str  # the arguments as JSON (or the fallback's unparsable text)
+    finish_reason: str
+    usage: Usage = field(default_factory=Usage)
+    choices: list[ValueChoice] = field(default_factory=list)
+    fallback: str | None = None  # "free_text" where the model wrote some values as JSON
+
+
+class ArgumentFiller:
+    """Arguments for a chosen leaf, value by value, from the request's candidates."""
+
+    def __init__(self, engine: Engine, *, max_argument_tokens: int = 384) -> None:
+        self.engine = engine
+        self.max_argument_tokens = max_argument_tokens
+
+    def fill(self, request: RoutingRequest, leaf: Node) -> FilledArguments:
+        schema: Mapping[str, Any] = leaf.parameters or {}
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = [n for n in schema.get("required") or () if n in properties]
+        order = required + [n for n in properties if n not in required]
+        filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
+        conversation = _Conversation(request, leaf)
+        used: set[str] = set()
+        rest: list[str] = []
+        for name in order:
+            prop = properties[name] if isinstance(properties[name], Mapping) else {}
+            is_required = name in required
+            found = candidates(name, prop, request.task)
+            fresh = [c for c in found if c.text not in used] or found
+            if not fresh:
+                if is_required:
+                    rest.append(name)
+                filled.choices.append(ValueChoice(name, "fallback" if is_required
+                                                  else "unsupported", 0))
+                continue
+            if not is_required and not _supported(name, prop, fresh, request.task, used):
+                filled.choices.append(ValueChoice(name, "unsupported", len(fresh)))
+                continue
+            chosen, probability, usage, is_outside = self._choose(
+                conversation, name, fresh, is_required=is_required)
+            filled.usage = filled.usage + usage
+            if is_outside and is_required:  # an engine that ignored the menu: write it
+                rest.append(name)
+                filled.choices.append(ValueChoice(name, "fallback", len(fresh)))
+                continue
+            if chosen is None:
+                filled.choices.append(ValueChoice(name, "omitted", len(fresh), None, probability))
+                continue
+            filled.arguments[name] = chosen.value
+            used.add(chosen.text)
+            source = "single" if len(fresh) == 1 and is_required else "model"
+            filled.choices.append(ValueChoice(name, source, len(fresh), chosen.value,
+                                              probability))
+        if rest:
+            self._free_text(conversation, schema, rest, filled)
+        elif filled.arguments or not properties:
+            filled.text = json.dumps(filled.arguments, ensure_ascii=False)
+        return filled
+
+    def _choose(self, conversation: _Conversation, name: str, found: list[Candidate], *,
+                is_required: bool) -> tuple[Candidate | None, float | None, Usage, bool]:
+        """The chosen candidate (None: NONE), its probability, the cost, and whether the
+        engine answered outside the menu (a remote engine may ignore the constraint)."""
+        options = [c.text for c in found]
+        bias = {c.text: c.prior for c in found}
+        if not is_required and NONE_OPTION not in bias:
+            options.append(NONE_OPTION)
+            bias[NONE_OPTION] = 0.0
+        prompt = conversation.ask(value_ask(name, is_optional=not is_required))
+        if len(options) == 1:
+            conversation.answered(options[0])
+            return found[0], None, Usage(), False
+        result = self.engine.choose(prompt, options, option_bias=bias)
+        probability = result.probabilities.get(result.choice)
+        if result.choice not in bias:
+            conversation.unask()
+            return None, None, result.usage, True
+        conversation.answered(result.choice)
+        if result.choice == NONE_OPTION:
+            return None, probability, result.usage, False
+        chosen = next(c for c in found if c.text == result.choice)
+        return chosen, probability, result.usage, False
+
+    def _free_text(self, conversation: _Conversation, schema: Mapping[str, Any],
+                   names: list[str], filled: FilledArguments) -> None:
+        properties = schema.get("properties") or {}
+        narrowed = {"type": "object", "properties": {n: properties[n] for n in names},
+                    "required": names, "additionalProperties": False}
+        prompt = conversation.ask(rest_ask(names), whole=not filled.arguments)
+        generation = self.engine.generate(
+            prompt, constraint=Constraint.json(narrowed),
+            sampling=SamplingOptions(max_tokens=self.max_argument_tokens))
+        filled.usage = filled.usage + generation.usage
+        filled.fallback = "free_text"
+        filled.finish_reason = generation.finish_reason
+        try:
+            written = json.loads(generation.text)
+        except json.JSONDecodeError:
+            written = None
+        if not isinstance(written, dict):
+            filled.text = generation.text  # cut off: the machine records the misstep
+            return
+        for choice in filled.choices:
+            if choice.name in written and choice.source == "fallback":
+                choice.value = written[choice.name]
+        filled.arguments.update({k: v for k, v in written.items() if k in names})
+        ordered = {n: filled.arguments[n] for n in (schema.get("properties") or {})
+                   if n in filled.arguments}
+        filled.arguments = ordered
+        filled.text = json.dumps(ordered, ensure_ascii=False)
+
+
+def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], request: str,
+               used: set[str]) -> bool:
+    """Whether the request gives an optional property a value: it names the property (a
+    word of its name), or holds a value only this kind of property takes."""
+    if "enum" in prop:
+        return enum_matched(found)
+    lowered = request.lower()
+    words = [w for w in property_words(name, prop) if len(w) >= 3]
+    if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
+        return True
+    if prop.get("type") in ("integer", "number"):
+        return any(c.prior >= 2.0 for c in found)
+    return any(c.kind in _TYPED_KINDS and c.prior >= 3.0 and c.text not in used for c in found)
+
+
+class _Conversation:
+    """The arguments turns, append-only: the overview with the first ask, then one answer
+    and one ask per value, so each value's prompt extends the previous one's."""
+
+    def __init__(self, request: RoutingRequest, leaf: Node) -> None:
+        self.request = request
+        self.leaf = leaf
+        self.prompt: Prompt = request.prompt.extend(answer(leaf.name))
+        self.is_opened = False
+
+    def ask(self, question: str, *, whole: bool = False) -> Prompt:
+        if not self.is_opened:
+            self.is_opened = True
+            turn = arguments_overview(self.leaf, self.request.task,
+                                      ask=None if whole else question)
+            self.prompt = self.prompt.extend(turn)
+        else:
+            self.prompt = self.prompt.extend(Message("user", question))
+        return self.prompt
+
+    def answered(self, option: str) -> None:
+        self.prompt = self.prompt.extend(answer(option))
+
+    def unask(self) -> None:
+        """Take back the last ask (it got no answer from the menu)."""
+        self.prompt = Prompt(self.prompt.messages[:-1])
+        if len(self.prompt.messages) == len(self.request.prompt.messages) + 1:
+            self.is_opened = False

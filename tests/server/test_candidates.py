@@ -1,0 +1,108 @@
+"""Value candidates (routing/arguments/): what a request holds for a property, normalised,
+in table tests with the exact values expected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from stackroute.server.routing.arguments.candidates import candidates
+from stackroute.server.routing.arguments.dates import find_dates, find_times
+from stackroute.server.routing.arguments.numbers import find_numbers
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("Send 500 dollars to Asha", [500]),
+    ("raise it by 5k", [5000]),
+    ("a budget of 2,000 and then 1,250.50", [2000, 1250.5]),
+    ("the round was $1.2M", [1200000]),
+    ("$5m for the fund", [5000000]),
+    ("a 5m long rope", [5]),  # metres, not millions
+    ("3 billion users and 1.5 million more", [3000000000, 1500000]),
+    ("discount of 15%", [15]),
+    ("a temperature of -4 degrees", [-4]),
+    ("book five seats", [5]),
+    ("revenue of 0.2907590418481535", [0.2907590418481535]),
+    ("robot Wj6ea0AFaEv", []),  # digits inside an id are not numbers
+    ("version 1.0.0 on 2024-03-05 at 13:31", []),  # versions, dates and times are not
+])
+def test_numbers_are_normalised(text: str, values: list[Any]) -> None:
+    assert [n.value for n in find_numbers(text)] == values
+
+
+@pytest.mark.parametrize(("text", "iso"), [
+    ("from November 25, 2013, to January 7, 2006", ["2013-11-25", "2006-01-07"]),
+    ("on 7 Jan 2006", ["2006-01-07"]),
+    ("due 2024-03-05", ["2024-03-05"]),
+    ("due 03/05/2024", ["2024-03-05"]),  # US order
+    ("the statement for March 2024", ["2024-03"]),
+    ("on the 3rd of May 2021", ["2021-05-03"]),
+    ("on March 5", ["--03-05"]),
+    ("in 2013 alone", []),
+])
+def test_dates_are_normalised(text: str, iso: list[str]) -> None:
+    assert [d.iso for d in find_dates(text)] == iso
+
+
+@pytest.mark.parametrize(("text", "iso"), [
+    ("between 13:31 and 09:06", ["13:31", "09:06"]),
+    ("at 9am or 3:45 pm", ["09:00", "15:45"]),
+    ("at 12am", ["00:00"]),
+    ("room 12 and 5 people", []),
+])
+def test_times_are_normalised(text: str, iso: list[str]) -> None:
+    assert [t.iso for t in find_times(text)] == iso
+
+
+def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any]:
+    return [c.value for c in candidates(name, schema, request)[:n]]
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text", "expected"), [
+    ("payee", {"type": "string"}, "Send 500 dollars to Asha", ["Asha"]),
+    ("amount", {"type": "number"}, "Send 500 dollars to Asha", [500]),
+    ("amount", {"type": "integer"}, "Pay 12.5 or 12", [12]),
+    ("post_id", {"type": "string"},
+     'metrics for the Facebook post with the ID "rOBhSVKGVKe.', ["rOBhSVKGVKe"]),
+    ("robot_id", {"type": "string"}, "Set the speed of robot with ID Wj6ea0AFaEv to 19.0 m/s.",
+     ["Wj6ea0AFaEv"]),
+    ("check_in_date", {"type": "string"},
+     "Find rooms in New York from November 25, 2013, to January 7, 2006.",
+     ["2013-11-25", "2006-01-07"]),
+    ("location", {"type": "string"},
+     "Find rooms in New York from November 25, 2013, to January 7, 2006.", ["New York"]),
+    ("day", {"type": "string", "format": "date"}, "on 7 Jan 2006 please", ["2006-01-07"]),
+    ("when", {"type": "string", "format": "date-time"}, "on 7 Jan 2006",
+     ["2006-01-07T00:00:00"]),
+    ("start", {"type": "string", "format": "time"}, "at 3:45 pm", ["15:45:00"]),
+    ("month", {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+     "my checking statement for March 2024", ["2024-03"]),
+    ("contact", {"type": "string", "format": "email"}, "mail ana.b@example.org today",
+     ["ana.b@example.org"]),
+    ("phone_number", {"type": "string"}, "call me on +1 (555) 010-2299 later",
+     ["+1 (555) 010-2299"]),
+    ("biller", {"type": "string", "enum": ["electricity", "water", "credit_card"]},
+     "pay my credit card bill", ["credit_card"]),
+    ("currency", {"type": "string", "enum": ["USD", "EUR"]}, "send 40 euros", ["EUR"]),
+    ("message", {"type": "string"}, 'send the message "Don\'t forget to feed the cat.',
+     ["Don't forget to feed the cat"]),
+])
+def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
+                                                     request_text: str,
+                                                     expected: list[Any]) -> None:
+    assert top(name, schema, request_text, len(expected)) == expected
+
+
+def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
+    found = candidates("account", {"enum": ["checking", "savings"]}, "what do I have")
+    assert [(c.value, c.prior < 0) for c in found] == [("checking", True), ("savings", True)]
+
+
+def test_nothing_is_invented() -> None:
+    request = "Send 500 dollars to Asha"
+    for name, schema in [("payee", {"type": "string"}), ("note", {"type": "string"}),
+                         ("amount", {"type": "number"})]:
+        for candidate in candidates(name, schema, request):
+            assert candidate.text in request
+    assert candidates("tags", {"type": "array"}, request) == []
+    assert candidates("email", {"type": "string", "format": "email"}, request) == []
