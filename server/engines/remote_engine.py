@@ -118,6 +118,12 @@ class RemoteEngine:
             raise InputError("a remote server's prefix cache is the server's own setting "
                              "(vLLM: --no-enable-prefix-caching); it cannot be turned off "
                              "per client")
+        try:
+            fixed = None if constraints in (None, "auto") else ConstraintApi(constraints)
+        except ValueError:
+            raise InputError(f"constraints must be auto or one of "
+                             f"{', '.join(a.value for a in ConstraintApi)}; got "
+                             f"{constraints!r}") from None
         self.options = options or RemoteOptions()
         self._counters = Counters(
             "requests", "retries", "menu_calls", "generate_calls", "inexact_menus",
@@ -131,8 +137,8 @@ class RemoteEngine:
         self.features = UpstreamFeatures()
         if constraints == "auto":
             self.detect_features()
-        elif constraints is not None:
-            self._use(UpstreamFeatures(constraints=ConstraintApi(constraints)))
+        elif fixed is not None:
+            self._use(UpstreamFeatures(constraints=fixed))
         else:
             self._use(self.features)
 
