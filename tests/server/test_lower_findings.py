@@ -45,7 +45,7 @@ def test_a_gates_hidden_characters_are_shown_escaped(tmp_path: Path) -> None:
                 == "running" and time.monotonic() < deadline:
             time.sleep(0.02)
     pending = view["pending"]
-    assert view["status"] == "paused" and pending["is_gated"], {k: view[k] for k in ("calls", "error", "trace")}
+    assert view["status"] == "paused" and pending["is_gated"], (view["calls"], view["error"])
     assert pending["arguments"]["payee"] == PAYEE  # the call itself is unchanged
     shown = pending["arguments_text"]
     assert '"payee": "Asha\\u202e0001\\u202c\\u200b"' in shown, shown
