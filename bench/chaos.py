@@ -308,7 +308,10 @@ def run_chaos(options: ChaosOptions) -> ChaosReport:
     """The whole run on a throwaway PostgreSQL cluster of its own (it is restarted mid-run)."""
     workdir = options.out or Path(tempfile.mkdtemp(prefix="stackroute-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = PgCluster.start()
+    # Durable (fsync, synchronous_commit on), as a deployment is: the run crashes PostgreSQL,
+    # and the test clusters' synchronous_commit=off loses commits already acknowledged (a
+    # full run without it lost a leaf call's begun record, and the session ended in error).
+    cluster = PgCluster.start(is_durable=True)
     try:
         db = cluster.create_database("chaos")
         create_table(db)
