@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from stackroute.runtime.messages import Message
-from stackroute.runtime.prompt import SYSTEM_TEXT, PromptLayout
+from stackroute.runtime.prompt import PromptLayout
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import Node
 
@@ -38,11 +38,12 @@ class JsonProtocolLayout(PromptLayout):
         system, *rest = super().header(state)
         if _NAME_ANSWER not in system.content:  # the runtime's wording changed: fail loudly
             raise RuntimeError("SYSTEM_TEXT no longer holds the answer-format sentence")
-        return (Message("system", SYSTEM_TEXT.replace(_NAME_ANSWER, JSON_ANSWER)), *rest)
+        # The system message's own text: menu-first it also lists the root's options.
+        return (Message("system", system.content.replace(_NAME_ANSWER, JSON_ANSWER)), *rest)
 
     def menu_turn(self, node: Node, *, request: str | None = None) -> Message:
         turn = super().menu_turn(node, request=request)
-        body, _, footer = turn.content.rpartition("\n")
-        if footer != _MENU_FOOTER:
-            raise RuntimeError(f"menu turn ends with {footer!r}, not {_MENU_FOOTER!r}")
-        return Message(turn.role, f"{body}\n{JSON_ANSWER}")
+        if not turn.content.endswith(_MENU_FOOTER):
+            raise RuntimeError(f"menu turn ends with {turn.content[-60:]!r}, not "
+                               f"{_MENU_FOOTER!r}")
+        return Message(turn.role, turn.content.removesuffix(_MENU_FOOTER) + JSON_ANSWER)

@@ -1,0 +1,76 @@
+"""`stackroute bench shared-prompt`: the summary arithmetic (tier a) and the smoke run with the
+real embedded model (tier c)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stackroute.bench.layouts import JSON_ANSWER, JsonProtocolLayout
+from stackroute.bench.shared_prompt_bench import evenly, main, summarize
+from stackroute.runtime.catalog import load_catalog
+from stackroute.runtime.governance import Limits
+from stackroute.runtime.prompt import PromptOrder, PromptStyle
+from stackroute.runtime.state import RunState
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def row(index: int, order: str, *, wall_ms: float, prefill: int, called: list[str],
+        success: bool = True, is_warmup: bool = False) -> dict[str, Any]:
+    return {"suite": "s", "index": index, "order": order, "is_warmup": is_warmup,
+            "wall_ms": wall_ms, "called": called, "success": success, "args_success": False,
+            "usage": {"prompt_tokens": 100, "prefill_tokens": prefill, "cached_tokens": 0,
+                      "model_calls": 2}}
+
+
+def test_summary_skips_warmups_and_warm_lines_and_gives_ratios() -> None:
+    rows = [
+        {"suite": "s", "warm": "root", "order": "menu-first", "warm_ms": 5.0},
+        row(0, "request-first", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
+        row(0, "menu-first", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
+        row(1, "request-first", wall_ms=100, prefill=400, called=["a"]),
+        row(1, "menu-first", wall_ms=50, prefill=100, called=["a"]),
+        row(2, "menu-first", wall_ms=70, prefill=300, called=["b"], success=False),
+        row(2, "request-first", wall_ms=300, prefill=600, called=["c"]),
+    ]
+    entry = summarize(rows)["s"]
+    old, new = entry["by_order"]["request-first"], entry["by_order"]["menu-first"]
+    assert (old["num_queries"], new["num_queries"]) == (2, 2)
+    assert (old["success"], new["success"]) == (1.0, 0.5)
+    assert (old["prefill_tokens_mean"], new["prefill_tokens_mean"]) == (500, 200)
+    assert (old["wall_ms_p50"], new["wall_ms_p50"]) == (200, 60)
+    assert (entry["num_pairs"], entry["same_calls"]) == (2, 1)
+    assert entry["ratio_new_over_old"]["prefill_tokens_mean"] == pytest.approx(0.4)
+    assert entry["ratio_new_over_old"]["wall_ms_p50"] == pytest.approx(0.3)
+
+
+def test_evenly_spreads_over_the_file_in_order() -> None:
+    assert evenly(list(range(10)), 3) == [0, 3, 6]
+    assert evenly(list(range(2)), 5) == [0, 1]
+
+
+def test_the_json_protocol_layout_keeps_the_menu_first_listing() -> None:
+    tree = load_catalog(ROOT / "examples" / "bank.catalog.json")
+    layout = JsonProtocolLayout(tree, PromptStyle(order=PromptOrder.MENU_FIRST))
+    state = RunState(run_id="r", catalog=tree.name, conversation=[], limits=Limits())
+    (system,) = layout.header(state)
+    assert "Options:" in system.content and JSON_ANSWER in system.content
+    turn = layout.menu_turn(tree.root, request="hi")
+    assert turn.content.startswith("Request: hi") and turn.content.endswith(JSON_ANSWER)
+
+
+@pytest.mark.model
+def test_smoke_runs_both_orders_on_the_bank_example(tmp_path: Path) -> None:
+    assert main(["--smoke", "--out", str(tmp_path), "--threads", "1"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    bank = summary["suites"]["bank"]
+    assert set(bank["by_order"]) == {"request-first", "menu-first"}
+    assert bank["num_pairs"] == 2
+    # the root's menu is shared across requests only menu-first
+    new, old = bank["by_order"]["menu-first"], bank["by_order"]["request-first"]
+    assert new["prefill_tokens_mean"] < old["prefill_tokens_mean"]
+    lines = (tmp_path / "items.jsonl").read_text().splitlines()
+    assert len(lines) == 6  # one warm-up query and two reported, each under both orders
