@@ -150,6 +150,21 @@ class ServerSettings(BaseSettings):
 
         parse_constraint_api(value)  # a ValueError names the values it takes
         return value
+
+    @model_validator(mode="after")
+    def _engine_settings_fit(self) -> ServerSettings:
+        """An engine setting the engine cannot use is refused at start, naming it."""
+        from stackroute.server.engines.registry import BUILT_IN, engine_options
+
+        if self.engine in BUILT_IN:
+            try:
+                engine_options(self.engine, chat_template=self.chat_template,
+                               engine_args=self.engine_args,
+                               served_model_name=self.served_model_name,
+                               remote_constraints=self.remote_constraints)
+            except InputError as e:
+                raise ValueError(str(e)) from None
+        return self
     # -- end of engines ---------------------------------------------------------------------
     mcp_mode: Literal["route", "discover", "both", "off"] = Field(
         "route", description="`/mcp` (the MCP gateway, docs/mcp.md): route (one `route` "

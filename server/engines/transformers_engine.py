@@ -92,12 +92,12 @@ class TransformersEngine:
         bounds the tokens a greedy generation drafts from its prompt per pass (0: none;
         `prompt_lookup.py`); `chat_template` is a template file that replaces the model's
         own (`chat_template.py`; used where it is prefix-stable)."""
+        template = None if chat_template is None else read_chat_template(chat_template)
         self.loaded = loaded or load_model(resolve_model(model), dtype=dtype,
                                            num_threads=num_threads)
         self.model = self.loaded.model
         self.tokenizer = self.loaded.tokenizer
-        self.renderer = ChatRenderer(self.tokenizer, chat_template=None if chat_template is None
-                                     else read_chat_template(chat_template))
+        self.renderer = ChatRenderer(self.tokenizer, chat_template=template)
         self.info = EngineInfo(engine="transformers", model=self.loaded.name,
                                max_context_tokens=self.loaded.max_context_tokens,
                                dtype=self.loaded.dtype,

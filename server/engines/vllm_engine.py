@@ -132,6 +132,7 @@ class VllmEngine:
                                         "(CPU only); docs/gpu.md")
         self.options = o = options or VllmOptions()
         self.is_cache_enabled = is_cache_enabled
+        template = None if chat_template is None else read_chat_template(chat_template)
         self.engine_args = check_engine_args(normalise_engine_args(engine_args or {}),
                                              known=vllm_engine_arg_names())
         if served_model_name is not None and not served_model_name.strip():
@@ -144,8 +145,7 @@ class VllmEngine:
 
         model_dir = resolve_model(model)  # a GGUF becomes a folder once (vLLM on CPU needs it)
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-        self.renderer = ChatRenderer(self.tokenizer, chat_template=None if chat_template is None
-                                     else read_chat_template(chat_template))
+        self.renderer = ChatRenderer(self.tokenizer, chat_template=template)
         self.fingerprint = tokenizer_fingerprint(self.tokenizer)
         self.menus: ConstraintCache[CompiledMenu] = ConstraintCache()
         self._counters = Counters(

@@ -156,14 +156,22 @@ def test_the_settings_take_the_engine_settings_and_check_them(tmp_path: object) 
     folder = Path(str(tmp_path))
     config = folder / "settings.json"
     config.write_text('{"engine_args": {"max-model-len": 9}, "served_model_name": "r", '
-                      '"remote_constraints": "json_schema", "chat_template": "t.jinja"}')
-    settings = ServerSettings(config=config, db=str(folder / "s.db"))
+                      '"chat_template": "t.jinja"}')
+    settings = ServerSettings(config=config, db=str(folder / "s.db"), engine="vllm")
     assert settings.engine_args == {"max-model-len": 9}
     assert settings.chat_template == folder / "t.jinja"  # relative to the config file
-    with pytest.raises(InputError, match="--engine-arg is for the vllm engine"):
-        build_engine(settings)
+    with pytest.raises(SettingsError, match="--engine-arg is for the vllm engine; "
+                                            "--served-model-name is for the vllm engine; got "
+                                            "--engine transformers"):
+        ServerSettings.load(config=config, db=str(folder / "s.db"))
     with pytest.raises((SettingsError, ValueError), match="remote_constraints"):
         ServerSettings(remote_constraints="guided_choice")
+    with pytest.raises((SettingsError, ValueError), match="--remote-constraints is for the "
+                                                          "remote engine; got --engine vllm"):
+        ServerSettings(engine="vllm", remote_constraints="json_schema")
+    embedded = ServerSettings(db=str(folder / "s.db"), chat_template=folder / "t.jinja")
+    with pytest.raises(InputError, match="cannot read chat template"):
+        build_engine(embedded)  # read before any model loads
 
 
 @pytest.mark.model
