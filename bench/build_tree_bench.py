@@ -137,12 +137,14 @@ def route_tree(label: str, tree: Any, engine: Any, queries: list[Any], *,
                clip: int | None) -> dict[str, Any]:
     from stackroute.runtime.machine import StackMachine
     from stackroute.runtime.prompt import PromptLayout, PromptStyle
+    from stackroute.server.routing.options import DraftSource, RouterOptions
     from stackroute.server.routing.router import EngineRouter
     from stackroute.server.tools.query_lint import query_confusion
 
     style = PromptStyle() if clip is None else PromptStyle(max_description_chars=clip)
     layout = PromptLayout(tree, style)
-    machine = StackMachine(tree, EngineRouter(engine), layout=layout)
+    plain = RouterOptions(recovery=None, speculation=DraftSource.OFF)
+    machine = StackMachine(tree, EngineRouter(engine, plain), layout=layout)
     probe = machine.start(queries[0].query if queries else "")
     root_tokens = engine.count_tokens(layout.routing_prompt(probe))
     started = time.perf_counter()

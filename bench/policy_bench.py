@@ -45,7 +45,7 @@ from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.routing.calibration import router_options
-from stackroute.server.routing.options import Policy, RouterOptions
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.router import build_machine, evidence_for_tree
 from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult
 
@@ -135,9 +135,10 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
     minilm = MiniLmAlone(data.tree, embedder)
     is_seal = data.name.startswith("seal-tools")
     rows = [r for r in model_rows if not (is_seal and r == "flat")]
-    plain = RouterOptions(max_argument_tokens=max_argument_tokens)
+    plain = RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                          max_argument_tokens=max_argument_tokens)
     options = {"flat": plain, "plain": plain,
-               "guided": RouterOptions(recovery=guided.recovery,
+               "guided": RouterOptions(recovery=guided.recovery, speculation=DraftSource.OFF,
                                        calibration=guided.calibration,
                                        max_argument_tokens=max_argument_tokens)}
     machines = {r: build_machine(data.tree, engine, is_flat=r == "flat", options=options[r],

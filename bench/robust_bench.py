@@ -41,7 +41,7 @@ from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.routing.calibration import load_recovery_options
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine, evidence_for_tree
 from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult, run_query, score
@@ -156,7 +156,7 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, rows: Sequence[Varian
     evidence = evidence_for_tree(data.tree, embedder)
     machines = {v.name: build_machine(data.tree, engine, is_flat=v.is_flat,
                                       options=RouterOptions(
-                                          recovery=v.recovery,
+                                          recovery=v.recovery, speculation=DraftSource.OFF,
                                           max_argument_tokens=max_argument_tokens),
                                       evidence=None if v.is_flat else evidence,
                                       style=data.style) for v in rows}

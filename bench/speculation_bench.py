@@ -124,7 +124,7 @@ def run_task(engine: Any, data: Dataset, query: Query, start: str, variant: str,
              max_argument_tokens: int) -> tuple[Task, RunState | None]:
     engine.cache.clear()
     machine = build_machine(data.tree, engine, limits=limits, style=data.style,
-                            options=RouterOptions(speculation=SOURCES[variant],
+                            options=RouterOptions(recovery=None, speculation=SOURCES[variant],
                                                   max_argument_tokens=max_argument_tokens),
                             evidence=evidence, route_cache=route_cache)
     started = time.perf_counter()
@@ -137,15 +137,17 @@ def run_task(engine: Any, data: Dataset, query: Query, start: str, variant: str,
                     wall, 0, 0, 0, "error", error=str(e)), None
     wall = (time.perf_counter() - started) * 1e3
     routes = [e for e in state.trace if e.kind is EventKind.ROUTE]
-    argument_passes = sum(int(e.detail.get("arguments_forward_passes", 0)) for e in routes)
-    argument_ms = sum(float(e.detail.get("arguments_latency_ms", 0.0)) for e in routes)
-    leaf_at = next((i for i, e in enumerate(routes) if "arguments_forward_passes" in e.detail),
-                   None)
+    calls = [e.arguments_call for e in routes]
+    argument_passes = sum(c.usage.forward_passes for c in calls if c is not None)
+    argument_ms = sum(c.usage.latency_ms for c in calls if c is not None)
+    leaf_at = next((i for i, c in enumerate(calls) if c is not None), None)
     descent = routes if leaf_at is None else routes[:leaf_at + 1]
     descent_passes = sum(int((e.usage or {}).get("forward_passes", 0))
-                         - int(e.detail.get("arguments_forward_passes", 0)) for e in descent)
+                         - (0 if e.arguments_call is None
+                            else e.arguments_call.usage.forward_passes) for e in descent)
     descent_ms = sum(float((e.usage or {}).get("latency_ms", 0.0))
-                     - float(e.detail.get("arguments_latency_ms", 0.0)) for e in descent)
+                     - (0.0 if e.arguments_call is None
+                        else e.arguments_call.usage.latency_ms) for e in descent)
     usage = state.usage
     return Task(
         dataset=data.name, start=start, variant=variant, query_id=query.id,
@@ -155,7 +157,7 @@ def run_task(engine: Any, data: Dataset, query: Query, start: str, variant: str,
         descent_ms=descent_ms, reached_leaf=leaf_at is not None, argument_passes=argument_passes,
         routing_ms=wall - argument_ms, wall_ms=wall,
         routing_calls=sum(int((e.usage or {}).get("model_calls", 0)) for e in routes)
-        - sum(1 for e in routes if "arguments_forward_passes" in e.detail),
+        - sum(1 for c in calls if c is not None),
         speculated=usage.speculated_levels, accepted=usage.accepted_levels,
         status=state.status.value), state
 
@@ -167,7 +169,7 @@ def warm_routes(state: RunState, cache: RouteCache) -> None:
     for event in state.trace:
         if event.kind is EventKind.LEAF_RESULT:
             calls += 1
-        elif event.kind is EventKind.ROUTE and "arguments_text" in event.detail:
+        elif event.kind is EventKind.ROUTE and event.arguments_call is not None:
             cache.remember(state.task, f"{event.path}/{event.decision}".strip("/"),
                            call_number=calls)
 

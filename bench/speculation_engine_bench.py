@@ -31,7 +31,7 @@ from stackroute.runtime.speculation import drafted_requests
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.verification import PathLevel
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.router import build_machine
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,8 @@ def model_route(engine: Any, tree: CapabilityTree, task: str, at: str,
     """The first request at `at` and the names the model chose from there down to a leaf,
     if it went straight down (no BACK or DONE on the way) at least two levels."""
     machine = build_machine(tree, engine, limits=Limits(max_steps=8),
-                            options=RouterOptions(max_argument_tokens=8))
+                            options=RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                                                  max_argument_tokens=8))
     state = machine.start(task, at=at)
     frame = state.top()
     first = RoutingRequest(run_id="bench", step=0, depth=len(state.stack) - 1, task=task,

@@ -33,7 +33,7 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import Query
 
@@ -75,7 +75,8 @@ def run_task(engine: Any, data: Any, query: Query, *, unwinding: bool, order: in
              start: str, limits: Limits, max_argument_tokens: int) -> Task:
     engine.cache.clear()
     machine = build_machine(data.tree, engine, limits=limits, style=data.style,
-                            options=RouterOptions(unwinding=unwinding,
+                            options=RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                                                  unwinding=unwinding,
                                                   max_argument_tokens=max_argument_tokens))
     started = time.perf_counter()
     try:
@@ -96,8 +97,8 @@ def task_of(state: RunState, query_id: str, *, unwinding: bool, order: int,
             wall_ms: float) -> Task:
     routes = [e for e in state.trace if e.kind is EventKind.ROUTE]
     marks = [e.detail.get("unwinding") for e in routes]
-    arguments = [e for e in routes if "arguments_forward_passes" in e.detail]
-    argument_ms = sum(float(e.detail.get("arguments_latency_ms", 0.0)) for e in arguments)
+    arguments = [e.arguments_call for e in routes if e.arguments_call is not None]
+    argument_ms = sum(c.usage.latency_ms for c in arguments)
     return Task(
         query_id=query_id, unwinding=unwinding, order=order, status=state.status.value,
         decisions=[(e.decision, e.arguments) for e in routes],

@@ -46,6 +46,15 @@ class Limits:
             if f.type == "int" and (not isinstance(value, int) or value < 1):
                 raise InputError(f"limit {f.name} must be a positive integer, got {value!r}")
 
+    def reached(self, *, num_steps: int, num_iterations: int) -> LimitKind | None:
+        """The limit that stops the next routing call of a run that made `num_steps` of them,
+        `num_iterations` in its top frame, if any (max_steps first)."""
+        if num_steps >= self.max_steps:
+            return LimitKind.MAX_STEPS
+        if num_iterations >= self.max_iterations:
+            return LimitKind.MAX_ITERATIONS
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

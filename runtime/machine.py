@@ -11,7 +11,6 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from stackroute.runtime.decision import Decision
@@ -24,8 +23,15 @@ from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import PromptLayout, answer
 from stackroute.runtime.router import Router, RoutingRequest
 from stackroute.runtime.schemas import argument_errors
-from stackroute.runtime.state import PendingCall, PendingKind, RunState, confirmation_digest
-from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.runtime.state import (
+    PendingCall,
+    PendingKind,
+    RunState,
+    confirmation_digest,
+    leaf_definition,
+    scratch_copy,
+)
+from stackroute.runtime.trace import EventKind, MisstepKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree, Node
 
 
@@ -75,7 +81,9 @@ class StackMachine:
             self.step(state)
         return state
 
-    def step(self, state: RunState) -> None:
+    def step(self, state: RunState, request: RoutingRequest | None = None) -> None:
+        """One transition. `request`: this step's routing request when the caller made it
+        already (`request_for`, to check its prompt first), so it is not rendered twice."""
         if state.status is not RunStatus.RUNNING:
             raise StateError(f"run {state.run_id} is {state.status.value}, not running")
         if state.pending is not None:
@@ -96,7 +104,11 @@ class StackMachine:
             else:  # nothing done here: an empty result is "wrong branch", not output
                 self._pop_back(state, frame)
             return
-        request = self._request(state)
+        if request is None:
+            request = self.request_for(state)
+        elif request.run_id != state.run_id or request.step != state.num_steps:
+            raise StateError(f"the request given is for step {request.step} of run "
+                             f"{request.run_id}, not step {state.num_steps} of {state.run_id}")
         node, menu = request.node, request.menu
         decision = self.router.route(request)
         state.num_steps += 1
@@ -104,7 +116,8 @@ class StackMachine:
         state.usage = state.usage + decision.usage
         self._record(state, EventKind.ROUTE, frame, menu=menu.options, decision=decision.choice,
                      arguments=decision.arguments, probabilities=decision.probabilities,
-                     usage=decision.usage.to_dict(), detail=dict(decision.detail))
+                     usage=decision.usage.to_dict(), detail=dict(decision.detail),
+                     arguments_call=decision.arguments_call)
         self._apply(state, frame, node, menu, decision)
 
     def approve(self, state: RunState, digest: str) -> None:
@@ -135,8 +148,8 @@ class StackMachine:
         state.status = RunStatus.CANCELLED
 
     # -- requests --------------------------------------------------------------------------
-    def _request(self, state: RunState) -> RoutingRequest:
-        """The routing request for the top frame as the state stands."""
+    def request_for(self, state: RunState) -> RoutingRequest:
+        """The routing request for the top frame as the state stands (its prompt rendered)."""
         frame = state.top()
         steps = state.num_steps
         return RoutingRequest(
@@ -154,7 +167,7 @@ class StackMachine:
         if state.num_steps != steps:
             raise StateError(f"run {state.run_id} has moved on from step {steps}; the "
                              "request's after_done no longer describes it")
-        scratch = _scratch(state)
+        scratch = scratch_copy(state)
         frame = scratch.top()
         if len(scratch.stack) == 1 or CompletionState.DONE not in self.menu_for(scratch, frame):
             return None
@@ -164,7 +177,7 @@ class StackMachine:
         self._hand_up(scratch, frame)
         if _limit_reached(scratch, scratch.top()) is not None:
             return None
-        return self._request(scratch)
+        return self.request_for(scratch)
 
     # -- menus -----------------------------------------------------------------------------
     def menu_for(self, state: RunState, frame: Frame) -> Menu:
@@ -191,7 +204,8 @@ class StackMachine:
         choice = decision.choice
         if choice not in menu:
             self._misstep(state, frame, answer_text=decision.raw_text or choice,
-                          problem=f"{choice!r} is not one of {list(menu.options)}", kind="menu")
+                          problem=f"{choice!r} is not one of {list(menu.options)}",
+                          kind=MisstepKind.MENU)
             return
         frame.history.append(choice)
         if choice == CompletionState.DONE:
@@ -240,8 +254,8 @@ class StackMachine:
     def _leaf_decided(self, state: RunState, frame: Frame, leaf: Node,
                       decision: Decision) -> None:
         arguments = dict(decision.arguments or {})
-        arguments_text = decision.detail.get("arguments_text")
-        if not isinstance(arguments_text, str):
+        arguments_text = decision.arguments_text
+        if arguments_text is None:  # a router that hands over parsed arguments only
             arguments_text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
         turns = [answer(leaf.name), self.layout.arguments_request(leaf, state.task),
                  Message("assistant", arguments_text)]
@@ -251,14 +265,14 @@ class StackMachine:
             frame.turns.extend(turns[:2])
             self._misstep(state, frame, answer_text=arguments_text,
                           problem=f"arguments of {leaf.name} are not a JSON object (cut off "
-                                  "or malformed)", kind="arguments")
+                                  "or malformed)", kind=MisstepKind.ARGUMENTS)
             return
         errors = argument_errors(leaf.parameters, arguments)
         if errors:
             frame.turns.extend(turns[:2])
             self._misstep(state, frame, answer_text=arguments_text,
                           problem=f"arguments of {leaf.name} do not match its schema: "
-                                  + "; ".join(errors), kind="arguments")
+                                  + "; ".join(errors), kind=MisstepKind.ARGUMENTS)
             return
         frame.turns.extend(turns)
         call_id = f"{state.run_id}:{state.num_calls}"
@@ -267,7 +281,7 @@ class StackMachine:
                                     frame_id=frame.frame_id, is_gated=leaf.sensitive,
                                     digest=confirmation_digest(
                                         call_id=call_id, path=leaf.path_str,
-                                        arguments=arguments, leaf=_definition(leaf)))
+                                        arguments=arguments, leaf=leaf_definition(leaf)))
         state.num_calls += 1
         self._record(state, EventKind.LEAF_PENDING, frame, arguments=arguments, detail={
             "leaf": leaf.path_str, "call_id": state.pending.call_id,
@@ -333,7 +347,7 @@ class StackMachine:
         self._record(state, EventKind.POP_BACK, frame)
 
     def _misstep(self, state: RunState, frame: Frame, *, answer_text: str, problem: str,
-                 kind: str) -> None:
+                 kind: MisstepKind) -> None:
         state.num_format_failures += 1
         frame.turns.extend([Message("assistant", answer_text),
                             self.layout.invalid_answer_turn(problem,
@@ -373,27 +387,7 @@ class StackMachine:
 
 
 def _limit_reached(state: RunState, frame: Frame) -> LimitKind | None:
-    """The limit that stops the next routing call at `frame`, if any (max_steps first)."""
-    if state.num_steps >= state.limits.max_steps:
-        return LimitKind.MAX_STEPS
-    if frame.num_iterations >= state.limits.max_iterations:
-        return LimitKind.MAX_ITERATIONS
-    return None
-
-
-def _scratch(state: RunState) -> RunState:
-    """A copy of `state` a predicted transition may change: its own frames (lists copied),
-    calls and an empty trace; messages and results are shared, as nothing mutates them."""
-    stack = [replace(f, turns=list(f.turns), accumulator=list(f.accumulator),
-                     history=list(f.history), tried=list(f.tried)) for f in state.stack]
-    return replace(state, stack=stack, trace=[], calls=list(state.calls))
-
-
-def _definition(leaf: Node) -> dict[str, Any]:
-    """What a confirmation of a call to `leaf` binds besides the call: the leaf as the
-    catalog defines it (a changed schema, handler or description is another call)."""
-    return {"description": leaf.description, "parameters": leaf.parameters,
-            "sensitive": leaf.sensitive, "handler": leaf.handler}
+    return state.limits.reached(num_steps=state.num_steps, num_iterations=frame.num_iterations)
 
 
 def _is_json_object(text: str) -> bool:

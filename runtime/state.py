@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.frames import Frame
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.messages import Message
 from stackroute.runtime.trace import TraceEvent
 from stackroute.runtime.usage import Usage
+
+if TYPE_CHECKING:
+    from stackroute.runtime.tree import Node
 
 STATE_VERSION = 1
 
@@ -76,6 +79,13 @@ def confirmation_digest(*, call_id: str, path: str, arguments: dict[str, Any],
     canonical = json.dumps(["confirm/v2", call_id, path, arguments, leaf], sort_keys=True,
                            separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def leaf_definition(leaf: Node) -> dict[str, Any]:
+    """What a confirmation of a call to `leaf` binds besides the call: the leaf as the
+    catalog defines it (a changed schema, handler or description is another call)."""
+    return {"description": leaf.description, "parameters": leaf.parameters,
+            "sensitive": leaf.sensitive, "handler": leaf.handler}
 
 
 @dataclass
@@ -164,3 +174,11 @@ class RunState:
     @classmethod
     def from_json(cls, text: str) -> RunState:
         return cls.from_dict(json.loads(text))
+
+
+def scratch_copy(state: RunState) -> RunState:
+    """A copy of `state` a predicted transition may change: its own frames (lists copied),
+    calls and an empty trace; messages and results are shared, as nothing mutates them."""
+    stack = [replace(f, turns=list(f.turns), accumulator=list(f.accumulator),
+                     history=list(f.history), tried=list(f.tried)) for f in state.stack]
+    return replace(state, stack=stack, trace=[], calls=list(state.calls))

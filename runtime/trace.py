@@ -9,6 +9,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
+from stackroute.runtime.decision import ArgumentsCall
+
 
 class EventKind(StrEnum):
     START = "start"
@@ -28,6 +30,13 @@ class EventKind(StrEnum):
     CANCEL = "cancel"
 
 
+class MisstepKind(StrEnum):
+    """What a MISSTEP event's answer got wrong (`detail["kind"]`)."""
+
+    MENU = "menu"  # an answer outside the menu
+    ARGUMENTS = "arguments"  # a leaf's arguments not a JSON object, or not valid for its schema
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceEvent:
     seq: int
@@ -41,6 +50,7 @@ class TraceEvent:
     arguments: Mapping[str, Any] | None = None
     probabilities: Mapping[str, float] | None = None
     usage: Mapping[str, Any] | None = None
+    arguments_call: ArgumentsCall | None = None  # a leaf's argument generation (in `usage`)
     error: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
     time_unix: float = 0.0
@@ -54,6 +64,8 @@ class TraceEvent:
             value = getattr(self, key)
             if value is not None:
                 d[key] = list(value) if key == "menu" else value
+        if self.arguments_call is not None:
+            d["arguments_call"] = self.arguments_call.to_dict()
         if self.detail:
             d["detail"] = dict(self.detail)
         d["time_unix"] = self.time_unix
@@ -68,7 +80,9 @@ class TraceEvent:
             depth=int(data.get("depth", 0)), menu=None if menu is None else tuple(menu),
             decision=data.get("decision"), arguments=data.get("arguments"),
             probabilities=data.get("probabilities"), usage=data.get("usage"),
-            error=data.get("error"), detail=data.get("detail", {}),
+            arguments_call=None if data.get("arguments_call") is None
+            else ArgumentsCall.from_dict(data["arguments_call"]), error=data.get("error"),
+            detail=data.get("detail", {}),
             time_unix=float(data.get("time_unix", 0.0)),
         )
 
@@ -78,6 +92,8 @@ class TraceEvent:
         d.pop("time_unix", None)
         if "usage" in d:
             d["usage"] = {k: v for k, v in d["usage"].items() if k != "latency_ms"}
+        if "arguments_call" in d:
+            d["arguments_call"]["usage"].pop("latency_ms", None)
         return d
 
 

@@ -126,6 +126,9 @@ class ServerSettings(BaseSettings):
         DEFAULT_MAX_STRING_CHARS, ge=1, description="JSON strings whose schema sets no "
         "maxLength (and unbounded formats such as email) end after this many characters, so "
         "argument generation ends")
+    max_argument_tokens: int = Field(
+        384, ge=1, description="tokens a leaf's argument generation may take (an answer cut "
+        "off there is retried once under the schema's required properties only)")
     log_level: LogLevel = LogLevel.INFO
     # -- engines: chat template, vLLM pass-through, remote upstream (server/engines) -------
     chat_template: Path | None = Field(
@@ -276,7 +279,14 @@ class ServerSettings(BaseSettings):
         from stackroute.server.routing.calibration import router_options
 
         return router_options(model, policy=self.policy, calibration=self.calibration,
-                              speculation=self.speculation, unwinding=self.unwinding)
+                              speculation=self.speculation, unwinding=self.unwinding,
+                              max_argument_tokens=self.max_argument_tokens)
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The product default of setting `name` (no environment or config file read): the
+        one place options objects and command flags take their defaults from."""
+        return cls.model_fields[name].get_default(call_default_factory=True)
 
     @classmethod
     def settings_customise_sources(

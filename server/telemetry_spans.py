@@ -14,10 +14,10 @@ they are saved and builds spans with the events' own timestamps:
   `gen_ai.usage.input_tokens`/`output_tokens`, `stackroute.call=routing`, `menu_size`,
   `choice`, `choice_probability`, `cached_tokens`, `prefill_tokens`,
   `speculation.accepted_levels`, `policy`;
-- argument generation `chat MODEL` (the tail of a ROUTE to a leaf, its
-  `arguments_latency_ms`): `stackroute.call=arguments`, `gen_ai.tool.name`, finish reason,
-  forward passes, and its own `gen_ai.usage.*`, cached, prefill and model-call counts where
-  the router records its usage (`detail["arguments_usage"]`);
+- argument generation `chat MODEL` (the tail of a ROUTE to a leaf, over the latency of its
+  `TraceEvent.arguments_call`): `stackroute.call=arguments`, `gen_ai.tool.name`, finish
+  reason, forward passes, and its own `gen_ai.usage.*`, cached, prefill and model-call
+  counts;
 - leaf call `execute_tool LEAF` (LEAF_PENDING or its approval … LEAF_RESULT):
   `gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, and an
   error status when the leaf failed.
@@ -185,9 +185,6 @@ class RunSpans:
 
 
 
-ARGUMENTS_USAGE_KEY = "arguments_usage"  # a ROUTE detail: the argument generation's Usage
-
-
 def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
                        parent: Any = None) -> dict[str, int]:
     """A ROUTE event as its routing call span (and, for a leaf, the argument generation
@@ -195,21 +192,19 @@ def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
     span). Returns its tokens, both calls together: {"input", "output", "cached"}.
 
     The event's usage covers both calls (one `Decision`); where the router records the
-    argument generation's own usage (`detail["arguments_usage"]`), that span carries those
+    argument generation's own usage (`TraceEvent.arguments_call`), that span carries those
     tokens and the routing span the rest, else the routing span carries them all."""
     usage: Mapping[str, Any] = e.usage or {}
     detail = e.detail
     end_s = e.time_unix
     total_s = float(usage.get("latency_ms") or 0.0) / 1e3
-    arguments_s = float(detail.get("arguments_latency_ms") or 0.0) / 1e3 \
-        if e.arguments is not None else 0.0
+    call = e.arguments_call
+    arguments_usage: Mapping[str, Any] = {} if call is None else call.usage.to_dict()
+    arguments_s = 0.0 if call is None else call.usage.latency_ms / 1e3
     probabilities = e.probabilities or {}
     tokens = {"input": int(usage.get("prompt_tokens") or 0),
               "output": int(usage.get("generated_tokens") or 0),
               "cached": int(usage.get("cached_tokens") or 0)}
-    recorded = detail.get(ARGUMENTS_USAGE_KEY)
-    arguments_usage: Mapping[str, Any] = recorded \
-        if e.arguments is not None and isinstance(recorded, Mapping) else {}
     model_attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                         "gen_ai.system": system, "gen_ai.provider.name": system}
     if "policy" in detail:
@@ -226,17 +221,15 @@ def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
     span = tracer.start_span(f"chat {model}", context=parent,
                              start_time=_ns(end_s - total_s), attributes=attributes)
     span.end(end_time=_ns(end_s - arguments_s))
-    if e.arguments is not None:
+    if e.arguments is not None or call is not None:  # a leaf's arguments
         attributes = {**model_attributes, "stackroute.call": "arguments",
-                      "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or "",
-                      "gen_ai.response.finish_reasons":
-                          [str(detail.get("arguments_finish_reason", ""))],
-                      "stackroute.forward_passes":
-                          int(detail.get("arguments_forward_passes") or 0)}
-        if arguments_usage:
-            attributes |= _usage_attributes(arguments_usage)
-        if "arguments_fallback" in detail:
-            attributes["stackroute.arguments_fallback"] = str(detail["arguments_fallback"])
+                      "stackroute.node_path": e.path, "gen_ai.tool.name": e.decision or ""}
+        if call is not None:  # unknown (a scripted router) is not zero
+            attributes |= {"gen_ai.response.finish_reasons": [call.finish_reason],
+                           "stackroute.forward_passes": call.usage.forward_passes,
+                           **_usage_attributes(arguments_usage)}
+            if call.fallback is not None:
+                attributes["stackroute.arguments_fallback"] = call.fallback
         arguments = tracer.start_span(f"chat {model}", context=parent,
                                       start_time=_ns(end_s - arguments_s),
                                       attributes=attributes)

@@ -49,13 +49,14 @@ DraftTokensOpt = Annotated[int, typer.Option(
 StringCharsOpt = Annotated[int, typer.Option(
     "--max-string-chars", min=1, help="JSON strings whose schema sets no maxLength end after "
     "this many characters, so argument generation ends")]
-UnwindOpt = Annotated[bool, typer.Option(
+UnwindOpt = Annotated[bool | None, typer.Option(
     "--unwinding/--no-unwinding", help="plain policy: verify the DONE answers that unwind the "
-    "stack in one pass (decisions never change; fewer model calls)")]
-SpecOpt = Annotated[str, typer.Option(
-    "--speculation", help="drafts to verify in one pass (plain policy): routes (the route "
-    "cache: requests seen before), evidence (leaf embeddings), both, off. Decisions never "
-    "change; a wrong draft costs the longer pass (on CPU, about the extra tokens)")]
+    "stack in one pass (decisions never change; fewer model calls); default: the setting's")]
+SpecOpt = Annotated[str | None, typer.Option(
+    "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
+    "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
+    "Decisions never change; a wrong draft costs the longer pass (on CPU, about the extra "
+    "tokens)")]
 
 
 ChatTemplateOpt = Annotated[Path | None, typer.Option(
@@ -161,17 +162,18 @@ class RoutingFlags:
 
     policy: Policy | None
     calibration: Path | None
-    speculation: DraftSource
-    unwinding: bool = False
+    speculation: DraftSource | None  # None: the settings' default
+    unwinding: bool | None = None  # None: the settings' default
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
-              speculation: str = "off", no_speculation: bool = False,
-              unwinding: bool = False) -> RoutingFlags:
+              speculation: str | None = None, no_speculation: bool = False,
+              unwinding: bool | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
                    speculation=DraftSource.OFF if no_speculation
+                   else None if speculation is None
                    else _parse(DraftSource, "--speculation", speculation),
                    unwinding=unwinding)
 

@@ -51,29 +51,30 @@ def route(
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
 ) -> None:
-    """One routing decision at a node (the root by default). One decision is one call, so
-    there is nothing to speculate: `--no-speculation` is accepted and changes nothing."""
+    """One routing decision at a node (the root by default), through the same route call as
+    `/v1/route` (its router, its prompt limits: the settings' defaults). One decision is one
+    call, so there is nothing to speculate: `--no-speculation` changes nothing."""
     from stackroute.runtime.errors import StackrouteError
-    from stackroute.server.routing.router import build_machine
+    from stackroute.server.service.route_call import RouteCall, RouteContext, route_once
 
     try:
-        flags = RoutingFlags.parse(policy=policy, calibration=calibration)
+        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
+                                   no_speculation=no_speculation)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
             engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
             remote_constraints=remote_constraints))
-        options = flags.options_for(made)
-        machine = build_machine(tree, made, options=options)
-        state = machine.start(query, at=node)
-        machine.step(state)
+        context = RouteContext.for_engine(made, flags.options_for(made))
+        result = route_once(tree, RouteCall(catalog=tree.name, node=node, task=query),
+                            context)
     except StackrouteError as e:
         raise fail(e) from e
-    event = next(e for e in reversed(state.trace) if e.kind.value == "route")
+    event = result.event
     out: dict[str, Any] = {
         "decision": event.decision, "node": node, "arguments": event.arguments,
         "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {}),
-        "routing": options.describe()}
+        "routing": result.routing}
     if as_json:
         print_json(out)
         return
@@ -97,8 +98,8 @@ def run(
     served_model_name: ServedModelNameOpt = None,
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = False,
+    speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
+    unwinding: UnwindOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
@@ -162,8 +163,8 @@ def eval_(
     served_model_name: ServedModelNameOpt = None,
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    speculation: SpecOpt = "routes", no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = False,
+    speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
+    unwinding: UnwindOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route

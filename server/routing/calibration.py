@@ -71,14 +71,23 @@ def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
 
 def router_options(model: str, *, policy: Policy | None = None,
                    calibration: Path | None = None,
-                   speculation: DraftSource = DraftSource.OFF, unwinding: bool = False,
-                   directory: Path | None = None) -> RouterOptions:
+                   speculation: DraftSource | None = None, unwinding: bool | None = None,
+                   directory: Path | None = None,
+                   max_argument_tokens: int | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
     the one shipped for `model`) and `plain` otherwise. `guided` without any calibration runs
     the built-in defaults. It needs the sentence-embedding model: without its package this
-    fails with the package's name rather than quietly routing plain."""
+    fails with the package's name rather than quietly routing plain. `speculation`,
+    `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py)."""
+    from stackroute.server.settings import ServerSettings
+
+    if speculation is None:
+        speculation = DraftSource(ServerSettings.default("speculation"))
+    unwinding = ServerSettings.default("unwinding") if unwinding is None else unwinding
+    if max_argument_tokens is None:
+        max_argument_tokens = ServerSettings.default("max_argument_tokens")
     path = calibration
     if path is not None and not path.is_file():
         raise InputError(f"calibration file {path} does not exist")
@@ -87,10 +96,12 @@ def router_options(model: str, *, policy: Policy | None = None,
     if policy is None:
         policy = Policy.PLAIN if path is None else Policy.GUIDED
     if policy is Policy.PLAIN:
-        return RouterOptions(speculation=speculation, unwinding=unwinding)
+        return RouterOptions(recovery=None, speculation=speculation, unwinding=unwinding,
+                             max_argument_tokens=max_argument_tokens)
     require_embedder()
     recovery = RecoveryOptions() if path is None else read_calibration(path)
     return RouterOptions(recovery=recovery, speculation=speculation, unwinding=unwinding,
+                         max_argument_tokens=max_argument_tokens,
                          calibration="built-in defaults" if path is None else path.name)
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.router import RoutingRequest
@@ -25,6 +25,9 @@ from stackroute.server.routing.contrast import NeutralContrast, is_fresh
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.prior import MenuPrior, PriorOptions, menu_prior
+
+if TYPE_CHECKING:
+    from stackroute.server.routing.path_prefetch import DraftedPath, Prefetched
 
 
 @dataclass(frozen=True)
@@ -132,23 +135,16 @@ class MenuScorer:
         return MenuBias(bias=bias, prior=prior, contrast=contrast, evidence=evidence,
                         usage=usage)
 
-    def remember(self, request: RoutingRequest, bias: Mapping[str, float],
-                 result: MenuResult) -> None:
-        """`result` is the engine's choice for `request` under `bias` (computed elsewhere:
-        a verified path); `score` answers from it."""
-        self._memo.put(_memo_key(request, bias), result)
-
-    def is_known(self, request: RoutingRequest, bias: Mapping[str, float]) -> bool:
-        return self._memo.get(_memo_key(request, bias)) is not None
-
     def score(self, request: RoutingRequest) -> ScoredMenu:
+        """The menu scored under its bias: from the memo when this very (prompt, options,
+        bias) was scored or verified before, else one engine call; a fresh menu may first
+        verify a drafted path from here into the memo (`_prefetch`)."""
         menu_bias = self.bias_for(request)
         bias, usage = menu_bias.bias, menu_bias.usage
         speculation: dict[str, Any] | None = None
-        if self.prefetcher is not None:
-            fetched = self.prefetcher.prefetch(self, request, bias)
-            if fetched is not None:
-                usage, speculation = usage + fetched[0], fetched[1]
+        fetched = self._prefetch(request, bias)
+        if fetched is not None:
+            usage, speculation = usage + fetched.usage, fetched.detail
         key = _memo_key(request, bias)
         result = self._memo.get(key)
         is_reused = result is not None
@@ -163,6 +159,30 @@ class MenuScorer:
                           speculation=speculation)
 
 
+    def _prefetch(self, request: RoutingRequest, bias: Mapping[str, float],
+                  ) -> Prefetched | None:
+        """A path drafted from a fresh, unscored menu, verified in one pass with every
+        level under the bias this scorer gives it; the kept levels go into the memo."""
+        prefetcher = self.prefetcher
+        if prefetcher is None or not is_fresh(request) \
+                or self._memo.get(_memo_key(request, bias)) is not None:
+            return None
+        path = prefetcher.draft(request)
+        if path is None:
+            return None
+        biases: list[Mapping[str, float]] = [bias]
+        usage = Usage()
+        for drafted in path.requests[1:]:
+            level_bias = self.bias_for(drafted)
+            biases.append(level_bias.bias)
+            usage = usage + level_bias.usage
+        fetched = prefetcher.verify(request, path, biases, usage)
+        if fetched is not None:
+            for drafted, level_bias_used, result in fetched.kept:
+                self._memo.put(_memo_key(drafted, level_bias_used), result)
+        return fetched
+
+
 @dataclass(frozen=True)
 class MenuBias:
     bias: dict[str, float]
@@ -173,11 +193,12 @@ class MenuBias:
 
 
 class Prefetcher(Protocol):
-    def prefetch(self, scorer: MenuScorer, request: RoutingRequest,
-                 bias: Mapping[str, float]) -> tuple[Usage, dict[str, Any]] | None:
-        """Fill `scorer`'s memo ahead (a verified path); its cost and what it did, or None
-        when it did nothing."""
-        ...
+    """Drafts a path and verifies it under the biases given (`path_prefetch.py`)."""
+
+    def draft(self, request: RoutingRequest) -> DraftedPath | None: ...
+
+    def verify(self, request: RoutingRequest, path: DraftedPath,
+               biases: Sequence[Mapping[str, float]], usage: Usage) -> Prefetched | None: ...
 
 
 def _memo_key(request: RoutingRequest, bias: Mapping[str, float],

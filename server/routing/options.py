@@ -1,15 +1,16 @@
 """How a router decides, as values: the routing policy, the speculation drafts, and the
 options a router is built with. No I/O, nothing heavy: settings and the CLI import this.
 
->>> RouterOptions().policy, RouterOptions().speculation
-(<Policy.PLAIN: 'plain'>, <DraftSource.OFF: 'off'>)
+>>> options = RouterOptions(recovery=None, speculation=DraftSource.OFF)
+>>> options.policy, options.max_argument_tokens, options.unwinding
+(<Policy.PLAIN: 'plain'>, 384, False)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.prompt import PromptOrder
 
@@ -33,7 +34,12 @@ class DraftSource(StrEnum):
     BOTH = "both"  # the route cache first, then the evidence
 
 
-DEFAULT_MAX_ARGUMENT_TOKENS = 384
+def _setting(name: str) -> Any:
+    """The product default of setting `name` (settings.py is the one place defaults live;
+    imported late: settings imports this module)."""
+    from stackroute.server.settings import ServerSettings
+
+    return ServerSettings.default(name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,19 +49,23 @@ class RouterOptions:
     from, for the trace). `speculation` verifies drafted paths in one pass; decisions never
     change (plain: `speculator.py`; guided: `path_prefetch.py`). `unwinding` computes the DONE
     answers that pop the stack after a leaf call in one pass where the engine can (plain
-    policy only; `unwinding.py`); decisions never change."""
+    policy only; `unwinding.py`); decisions never change.
 
-    recovery: RecoveryOptions | None = None
+    `recovery` and `speculation` have no default: the product's depend on the model's
+    calibration (`calibration.router_options`, `ServerSettings.router_options`), so a caller
+    says which it means. The other fields default to the settings' values."""
+
+    recovery: RecoveryOptions | None
+    speculation: DraftSource
     calibration: str | None = None
-    speculation: DraftSource = DraftSource.OFF
-    max_argument_tokens: int = DEFAULT_MAX_ARGUMENT_TOKENS
-    # Off by default: lossless and 10% fewer model calls on the overlap-32 suite, but 4-6%
-    # more routing wall time on a 1-thread CPU, where every level's tokens cost their compute
-    # and the small model rarely answers DONE twice (bench/results/2026-12-03-cpu-unwind).
-    unwinding: bool = False
+    max_argument_tokens: int = field(default_factory=lambda: _setting("max_argument_tokens"))
+    # Off by default (settings.py): lossless and 10% fewer model calls on the overlap-32
+    # suite, but 4-6% more routing wall time on a 1-thread CPU, where every level's tokens
+    # cost their compute (bench/results/2026-12-03-cpu-unwind).
+    unwinding: bool = field(default_factory=lambda: _setting("unwinding"))
     # Where the root's menu sits: before the request (shared by every request on a catalog,
     # so its KV is computed once) or after it (runtime/prompt.py, issue 29).
-    prompt_order: PromptOrder = PromptOrder.REQUEST_FIRST
+    prompt_order: PromptOrder = field(default_factory=lambda: _setting("prompt_order"))
 
     @property
     def policy(self) -> Policy:

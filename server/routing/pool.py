@@ -25,14 +25,16 @@ from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
-from stackroute.server.engines.verification import PathVerifier
-from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.menu_fit import StyleCache
+from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.plan import RoutingPlan
 from stackroute.server.routing.router import (
     EngineRouter,
     build_machine,
     build_router,
     default_embedder,
     evidence_for_tree,
+    product_options,
     routed_tree,
 )
 
@@ -43,11 +45,18 @@ T = TypeVar("T")
 
 
 class RouterPool:
+    """The routers of one engine, one per catalog (and flat or not), built with one set of
+    `options` (None: the product's, `router.product_options`), and what building machines
+    shares: the leaf evidence and the menu styles fitted to the engine's context."""
+
     def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
                  embedder_factory: Callable[[], TextEmbedder] | None = None,
                  max_catalogs: int = 64) -> None:
         self.engine = engine
-        self.options = options or RouterOptions()
+        self.options = options or product_options(engine)
+        # The plans every router of this pool walks (built once: the router builds the same).
+        self.plans = {is_flat: RoutingPlan.for_engine(self.options, engine, is_flat=is_flat)
+                      for is_flat in (False, True)}
         self._embedder_factory = embedder_factory or default_embedder
         self._embedder: TextEmbedder | None = None
         self._is_embedder_missing = False
@@ -56,20 +65,12 @@ class RouterPool:
         self._routers: OrderedDict[_Key, tuple[CapabilityTree, EngineRouter]] = OrderedDict()
         self._evidence: OrderedDict[_Key, tuple[CapabilityTree, EvidenceSource]] = \
             OrderedDict()
+        self.styles = StyleCache()  # per catalog tree and model: a machine per request
         self._lock = threading.Lock()
 
     @property
     def needs_evidence(self) -> bool:
-        recovery = self.options.recovery
-        source = self.options.speculation
-        return (recovery is not None and recovery.needs_evidence) or (
-            self.is_speculating and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
-
-    @property
-    def is_speculating(self) -> bool:
-        """Off, guided, or an engine that cannot verify paths (vLLM, remote): step by step."""
-        return (self.options.speculation is not DraftSource.OFF
-                and isinstance(self.engine, PathVerifier))
+        return self.plans[False].needs_evidence
 
     def prepare(self, tree: CapabilityTree) -> None:
         """Build what the first request would otherwise wait for: the leaf index (embeds every
@@ -81,19 +82,21 @@ class RouterPool:
                 limits: Limits | None = None,
                 executor: Executor | None = None) -> StackMachine:
         return build_machine(tree, self.engine, is_flat=is_flat, limits=limits,
-                             executor=executor, router=self.router(tree, is_flat=is_flat))
+                             executor=executor, styles=self.styles,
+                             router=self.router(tree, is_flat=is_flat))
 
     def router(self, tree: CapabilityTree, *, is_flat: bool = False) -> EngineRouter:
+        plan = self.plans[is_flat]
+
         def build() -> EngineRouter:
-            evidence = self.evidence_for(tree, is_flat=is_flat) if self.needs_evidence \
+            evidence = self.evidence_for(tree, is_flat=is_flat) if plan.needs_evidence \
                 else None
             # The embedder only matches near-identical requests in a route cache: load it
             # (about 90 MB, seconds) only for one.
-            uses_routes = self.is_speculating and not is_flat and self.options.speculation in (
-                DraftSource.ROUTES, DraftSource.BOTH)
             return build_router(routed_tree(tree, is_flat=is_flat), self.engine,
                                 is_flat=is_flat, options=self.options,
-                                embedder=self._embedder_or_none(tree) if uses_routes else None,
+                                embedder=self._embedder_or_none(tree)
+                                if plan.uses_route_cache else None,
                                 evidence=evidence)
 
         return self._cached(self._routers, tree, is_flat, build)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
+from enum import StrEnum
 from typing import Any
 
 from stackroute.runtime.errors import InputError
@@ -128,10 +129,17 @@ class MenuStep:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+class PlanReason(StrEnum):
+    """Why a run follows a plan down (a hop per frame, no new search)."""
+
+    BEAM = "beam"  # the beam explored the path: each hop's call is a memo hit
+    FALLBACK = "fallback"  # evidence alone chose the leaf: no model call on the way down
+
+
 @dataclass(frozen=True)
 class Plan:
     path: tuple[str, ...]  # node path of the target leaf
-    reason: str  # "beam" | "fallback"
+    reason: PlanReason
 
 
 class RecoveryPolicy:
@@ -172,7 +180,7 @@ class RecoveryPolicy:
                 usage = usage + beam_usage
                 detail["beam"] = beam_detail
                 if len(plan) > request.node.depth + 1:
-                    self._remember(request.run_id, Plan(plan, "beam"))
+                    self._remember(request.run_id, Plan(plan, PlanReason.BEAM))
         if choice == CompletionState.DONE and request.node.depth == 0 and not request.calls:
             fallback = self._fallback(request, scored)
             if fallback is not None:
@@ -180,7 +188,7 @@ class RecoveryPolicy:
                                       "score": round(fallback[1], 4)}
                 choice = fallback[0][0]
                 if len(fallback[0]) > 1:
-                    self._remember(request.run_id, Plan(fallback[0], "fallback"))
+                    self._remember(request.run_id, Plan(fallback[0], PlanReason.FALLBACK))
         return MenuStep(choice, scored.probabilities, scored.result.margin, usage, detail)
 
     # -- finish ----------------------------------------------------------------------------------
@@ -208,9 +216,9 @@ class RecoveryPolicy:
             return None
         if len(plan.path) == len(here) + 1:
             self._plans.pop(request.run_id)  # the last hop: the leaf
-        detail: dict[str, Any] = {"plan": {"reason": plan.reason,
+        detail: dict[str, Any] = {"plan": {"reason": plan.reason.value,
                                            "leaf": PATH_SEP.join(plan.path)}}
-        if plan.reason == "fallback":  # evidence alone: no model call on the way down
+        if plan.reason is PlanReason.FALLBACK:  # evidence alone: no model call on the way down
             return MenuStep(hop, None, None, Usage(), detail)
         scored = self.scorer.score(request)  # the beam explored this prompt: a memo hit
         detail.update(scored.detail(top_k=self.options.top_k))

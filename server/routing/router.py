@@ -1,21 +1,19 @@
 """Adapts an engine to the runtime's `Router`, and wires a stack machine for a catalog.
 
-Plain routing (the paper's hierarchy) is one constrained choice per menu. With
-`RouterOptions.recovery` set, each menu goes through `recovery.py` instead: the evidence prior,
-the neutral contrast, backtracking, the beam and the fallback, each switchable, all recorded
-in `Decision.detail`. With `RouterOptions.speculation` set, plain routing verifies drafted
-paths in one pass where the engine can (`speculation.py`); with `RouterOptions.unwinding`
-(plain policy), the DONE answers that pop the stack after a leaf call are computed in one pass
-(`unwinding.py`). Either way decisions stay those of plain routing.
+A router decides each menu by walking its `RoutingPlan` (`plan.py`, fixed when it is built):
+the first step source that decides wins (a decision verified ahead, unwinding, speculation,
+then the guided policy's scored menu or the model's plain choice); a source that spent a
+verification pass without deciding hands its cost on to the next. Decisions are always those
+of step-by-step routing under the policy; the sources only change what they cost. For a
+leaf, the arguments follow under the leaf's JSON-schema constraint (`_arguments`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stackroute.runtime.decision import Decision
 from stackroute.runtime.flat import flatten
@@ -25,48 +23,59 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import Prompt, PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
     Constraint,
     Engine,
-    Generation,
     SamplingOptions,
 )
-from stackroute.server.engines.verification import LevelVerifier, PathVerifier
+from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
+from stackroute.server.routing.leaf_arguments import (
+    GeneratedArguments,
+    leaf_decision,
+    required_only,
+)
 from stackroute.server.routing.menu_fit import StyleCache, fitted_style
 from stackroute.server.routing.menu_scoring import MenuScorer
-from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
+from stackroute.server.routing.plan import Passed, RoutingPlan, StepSource
 from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
-from stackroute.server.routing.speculator import RouteCache, Speculator, make_drafter
+from stackroute.server.routing.speculator import Drafter, RouteCache, Speculator, make_drafter
 from stackroute.server.routing.unwinding import Unwinder
 
 log = logging.getLogger(__name__)
-_fitted_styles = StyleCache()  # per catalog tree and model: a service builds a machine per request
+
+__all__ = ["EngineRouter", "build_machine", "build_router", "default_embedder",
+           "evidence_for_tree", "product_options", "required_only", "routed_tree"]
 
 
 class EngineRouter:
-    """A `Router` backed by an engine: a constrained menu choice, then for a leaf its
-    arguments under the leaf's JSON-schema constraint (so both are always valid)."""
+    """A `Router` backed by an engine: a constrained menu choice by the plan's sources, then
+    for a leaf its arguments under the leaf's JSON-schema constraint (so both are always
+    valid). `drafter` drafts the paths speculation (plain) or path prefetch (guided) verify;
+    `evidence` is the guided policy's leaf evidence."""
 
-    def __init__(self, engine: Engine, options: RouterOptions | None = None, *,
-                 evidence: EvidenceSource | None = None,
-                 speculator: Speculator | None = None,
-                 prefetcher: PathPrefetcher | None = None) -> None:
+    def __init__(self, engine: Engine, options: RouterOptions, *,
+                 evidence: EvidenceSource | None = None, drafter: Drafter | None = None,
+                 is_flat: bool = False) -> None:
         self.engine = engine
-        self.options = options or RouterOptions()
+        self.options = options
+        self.plan = RoutingPlan.for_engine(options, engine, is_flat=is_flat)
+        plan = self.plan
+        if plan.drafts is not DraftSource.OFF and drafter is None:
+            raise ValueError(f"this plan drafts paths ({plan.drafts.value}); pass a drafter "
+                             "(build_router makes one)")
+        self.drafter = drafter if plan.drafts is not DraftSource.OFF else None
+        self.unwinder = Unwinder(engine) if StepSource.UNWINDING in plan.sources else None
+        self.speculator = Speculator(engine, drafter) \
+            if StepSource.SPECULATION in plan.sources and drafter is not None else None
         self.policy: RecoveryPolicy | None = None
-        self.speculator = speculator  # plain policy: drafts verified, decisions handed out
-        self.prefetcher = prefetcher  # guided policy: drafts verified into the scorer's memo
-        recovery = self.options.recovery
-        # Plain policy: the DONE answers that unwind the stack, computed in one pass.
-        self.unwinder = Unwinder(engine) if self.options.unwinding and recovery is None \
-            and isinstance(engine, LevelVerifier) else None
+        recovery = options.recovery
         if recovery is not None:
             if recovery.needs_evidence and evidence is None:
                 raise ValueError("these recovery options need leaf evidence; pass an "
@@ -76,42 +85,65 @@ class EngineRouter:
             # The request's asks, part by part: the finish rule and the evidence's focus.
             asks = FinishCheck(evidence, min_part_score=recovery.finish_part_score) \
                 if recovery.is_finish_enabled and evidence is not None else None
+            prefetcher = PathPrefetcher(cast(PathVerifier, engine), drafter) \
+                if plan.prefetches_paths and drafter is not None else None
             scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
                                 contrast=contrast, prefetcher=prefetcher, focus=asks)
             self.policy = RecoveryPolicy(scorer, recovery)
 
     def route(self, request: RoutingRequest) -> Decision:
-        step = self._menu_step(request)
+        step = self.menu_step(request)
         child = request.node.child(step.choice)
-        if child is not None and child.is_leaf:
-            if self.speculator is not None:
-                self.speculator.record(request, child)
-            if self.prefetcher is not None:
-                self.prefetcher.drafter.record(request, child)
+        if child is not None and child.is_leaf and self.drafter is not None:
+            self.drafter.record(request, child)
         step.detail["policy"] = self.options.policy.value
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
-        generation, usage, fallback = self._arguments(request, child)
-        detail = {**step.detail, "arguments_text": generation.text,
-                  "arguments_finish_reason": generation.finish_reason,
-                  "arguments_forward_passes": usage.forward_passes,
-                  "arguments_latency_ms": round(usage.latency_ms, 3),
-                  "arguments_usage": usage.to_dict()}
-        if fallback is not None:
-            detail["arguments_fallback"] = fallback
-        try:
-            arguments = json.loads(generation.text)
-        except json.JSONDecodeError:
-            arguments = None  # cut off by max tokens: the machine records a misstep
-        if not isinstance(arguments, dict):
-            arguments = {"_unparsed": generation.text}
-        return Decision(choice=step.choice, arguments=arguments,
-                        probabilities=step.probabilities, margin=step.margin,
-                        usage=step.usage + usage, detail=detail)
+        return leaf_decision(step, self._arguments(request, child))
 
-    def _arguments(self, request: RoutingRequest, leaf: Node,
-                   ) -> tuple[Generation, Usage, str | None]:
+    def menu_step(self, request: RoutingRequest) -> MenuStep:
+        """The menu's decision: the plan's sources in order, the first that decides wins;
+        what a source spent without deciding is added to the decision (innermost first)."""
+        passed: list[Passed] = []
+        for source in self.plan.sources:
+            outcome = self._step(source, request)
+            if isinstance(outcome, Passed):
+                passed.append(outcome)
+            elif outcome is not None:
+                for spent in reversed(passed):
+                    outcome = replace(outcome, usage=spent.usage + outcome.usage,
+                                      detail={**outcome.detail, **spent.detail})
+                return outcome
+        raise RuntimeError(f"routing plan {self.plan.describe()} decided nothing")
+
+    def _step(self, source: StepSource, request: RoutingRequest) -> MenuStep | Passed | None:
+        if source is StepSource.MEMO:
+            return self._waiting(request)
+        if source is StepSource.UNWINDING:
+            assert self.unwinder is not None
+            return self.unwinder.step(request)
+        if source is StepSource.SPECULATION:
+            assert self.speculator is not None
+            return self.speculator.step(request)
+        if source is StepSource.GUIDED:
+            assert self.policy is not None
+            return self.policy.decide(request)
+        result = self.engine.choose(request.prompt, request.menu.options)
+        return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
+                        {"margin": result.margin})
+
+    def _waiting(self, request: RoutingRequest) -> MenuStep | None:
+        """A decision verified ahead for exactly this request (unwinding's, then
+        speculation's)."""
+        for waiting in (self.unwinder, self.speculator):
+            if waiting is not None:
+                step = waiting.waiting.take(request)
+                if step is not None:
+                    return step
+        return None
+
+    def _arguments(self, request: RoutingRequest, leaf: Node) -> GeneratedArguments:
         """The leaf's arguments under its schema. An answer cut off at the token cap is the
         engine's failure, not the model's: it is not retried unchanged but once more under
         the schema's required properties only (optional free text, e.g. a `note` or an
@@ -124,47 +156,10 @@ class EngineRouter:
                                           sampling=sampling)
         narrowed = required_only(schema)
         if generation.finish_reason != "length" or narrowed is None:
-            return generation, generation.usage, None
+            return GeneratedArguments(generation, generation.usage)
         retry = self.engine.generate(prompt, constraint=Constraint.json(narrowed),
                                      sampling=sampling)
-        return retry, generation.usage + retry.usage, "required_only"
-
-    def _menu_step(self, request: RoutingRequest) -> MenuStep:
-        if self.policy is not None:
-            return self.policy.decide(request)
-        if self.unwinder is not None:
-            return self.unwinder.step(request, self._descending_step)
-        return self._descending_step(request)
-
-    def _descending_step(self, request: RoutingRequest) -> MenuStep:
-        if self.speculator is not None:
-            return self.speculator.step(request, self._plain_step)
-        return self._plain_step(request)
-
-    def _plain_step(self, request: RoutingRequest) -> MenuStep:
-        result = self.engine.choose(request.prompt, request.menu.options)
-        return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
-                        {"margin": result.margin})
-
-
-def required_only(schema: Mapping[str, Any]) -> dict[str, Any] | None:
-    """`schema` with only its required properties (no others allowed), or None when that
-    changes nothing.
-
-    >>> required_only({"type": "object", "properties": {"a": {}, "note": {}},
-    ...                "required": ["a"]})
-    {'type': 'object', 'properties': {'a': {}}, 'required': ['a'], 'additionalProperties': False}
-    """
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return None
-    required = [r for r in schema.get("required", ()) if r in properties]
-    if len(required) == len(properties) and schema.get("additionalProperties") is False:
-        return None
-    narrowed = dict(schema)
-    narrowed["properties"] = {name: properties[name] for name in required}
-    narrowed["additionalProperties"] = False
-    return narrowed
+        return GeneratedArguments(retry, generation.usage + retry.usage, "required_only")
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
@@ -192,45 +187,37 @@ def default_embedder() -> TextEmbedder:
     return shared_embedder()
 
 
+def product_options(engine: Engine) -> RouterOptions:
+    """What a router given no options routes with: the product's (settings.py's defaults,
+    and the engine's model's calibration decides the policy)."""
+    from stackroute.server.routing.calibration import router_options
+
+    return router_options(engine.info.model)
+
+
 def build_router(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
                  options: RouterOptions | None = None,
                  embedder: TextEmbedder | None = None,
                  evidence: EvidenceSource | None = None,
-                 route_cache: RouteCache | None = None,
-                 speculator: Speculator | None = None) -> EngineRouter:
+                 route_cache: RouteCache | None = None) -> EngineRouter:
     """The router for `tree` as it will be routed (the flat twin already, for `is_flat`).
 
-    `options.recovery` switches on the guided policy; when it needs leaf evidence,
-    `evidence` is used, or one is built over `tree` with `embedder` (default: the offline
-    MiniLM). `options.speculation` (plain policy) drafts from that evidence and/or
-    `route_cache` (when None, a fresh one matching requests by exact text, or also by
-    nearest embedding when `embedder` or the evidence has one), unless a long-lived
-    `speculator` is given."""
-    options = options or RouterOptions()
-    source = options.speculation
-    is_guided = options.recovery is not None
-    if is_guided:  # guided speculation fills the scorer's memo instead (path_prefetch.py)
-        speculator = None
-    builds_speculator = (not is_flat and speculator is None and source is not DraftSource.OFF
-                         and isinstance(engine, PathVerifier))  # else: step by step anyway
-    needs_evidence = (options.recovery is not None and options.recovery.needs_evidence) or \
-        (builds_speculator and source in (DraftSource.EVIDENCE, DraftSource.BOTH))
-    if not needs_evidence:
+    `options` None: the product's (`product_options`). The plan says what it needs: leaf
+    evidence (`evidence`, or one built over `tree` with `embedder`, default the offline
+    MiniLM) and drafts (from that evidence and/or `route_cache`: when None, a fresh one
+    matching requests by exact text, or also by nearest embedding when `embedder` or the
+    evidence has one)."""
+    options = options or product_options(engine)
+    plan = RoutingPlan.for_engine(options, engine, is_flat=is_flat)
+    if not plan.needs_evidence:
         evidence = None
     elif evidence is None:
         evidence = evidence_for_tree(tree, embedder)
-    if is_flat:  # one menu holds every leaf: there is no path to draft
-        speculator = None
-    elif builds_speculator:
-        if route_cache is None and source in (DraftSource.ROUTES, DraftSource.BOTH):
-            route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
-        drafter = make_drafter(source, evidence=evidence, routes=route_cache)
-        if drafter is not None and is_guided and isinstance(engine, PathVerifier):
-            return EngineRouter(engine, options, evidence=evidence,
-                                prefetcher=PathPrefetcher(engine, drafter))
-        speculator = None if drafter is None else Speculator(engine, drafter)
-    return EngineRouter(engine, options, evidence=evidence if is_guided else None,
-                        speculator=speculator)
+    if plan.uses_route_cache and route_cache is None:
+        route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
+    drafter = make_drafter(plan.drafts, evidence=evidence, routes=route_cache)
+    return EngineRouter(engine, options, is_flat=is_flat, drafter=drafter,
+                        evidence=evidence if plan.policy is Policy.GUIDED else None)
 
 
 def routed_tree(tree: CapabilityTree, *, is_flat: bool) -> CapabilityTree:
@@ -246,29 +233,33 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
                   embedder: TextEmbedder | None = None,
                   evidence: EvidenceSource | None = None,
                   route_cache: RouteCache | None = None,
-                  speculator: Speculator | None = None,
                   style: PromptStyle | None = None,
+                  styles: StyleCache | None = None,
                   router: EngineRouter | None = None) -> StackMachine:
     """A stack machine over `tree` (or its flat twin, whose menu lists every leaf with its
     schema, as the paper's flat baseline does) routed by `engine`: by `router` when given (a
-    long-lived one, `pool.py`), else by one `build_router` makes from the other arguments.
-    `style` overrides the prompt style; by default descriptions are clipped as far as the
-    deepest menus need to fit the engine's context (`menu_fit.py`; the flat baseline is
-    never clipped: it overflows as the paper's does)."""
+    long-lived one, `pool.py`), else by one `build_router` makes from the other arguments
+    (`options` None: the product's). `style` overrides the prompt style; by default
+    descriptions are clipped as far as the deepest menus need to fit the engine's context
+    (`menu_fit.py`, memoised in `styles` by a caller that builds many machines; the flat
+    baseline is never clipped: it overflows as the paper's does)."""
     tree = routed_tree(tree, is_flat=is_flat)
+    if router is not None:
+        options = router.options
+    options = options or product_options(engine)
     if style is not None or is_flat:
         base = style or PromptStyle()
     else:
-        base = _fitted_styles.get(tree, engine.info.model, lambda: fitted_style(
-            tree, lambda turn: engine.count_tokens(Prompt((turn,))),
-            max_context_tokens=engine.info.max_context_tokens,
-            max_argument_tokens=(options or RouterOptions()).max_argument_tokens))
+        def fit() -> PromptStyle:
+            return fitted_style(tree, lambda turn: engine.count_tokens(Prompt((turn,))),
+                                max_context_tokens=engine.info.max_context_tokens,
+                                max_argument_tokens=options.max_argument_tokens)
+
+        base = fit() if styles is None else styles.get(tree, engine.info.model, fit)
     layout = PromptLayout(tree, PromptStyle(
         show_schemas=is_flat, max_description_chars=base.max_description_chars,
-        order=(options or (router.options if router is not None else RouterOptions())
-               ).prompt_order))
+        order=options.prompt_order))
     if router is None:
         router = build_router(tree, engine, is_flat=is_flat, options=options,
-                              embedder=embedder, evidence=evidence, route_cache=route_cache,
-                              speculator=speculator)
+                              embedder=embedder, evidence=evidence, route_cache=route_cache)
     return StackMachine(tree, router, executor=executor, layout=layout, limits=limits)

@@ -1,9 +1,10 @@
 """Speculative routing: draft a path root → … → leaf, verify it in one model pass, keep the
 decisions step-by-step routing would have made.
 
-A `Speculator` sits inside `EngineRouter`. At a routing call with no verified decision
-waiting, it asks its drafter for a path from the current node down to a leaf; when the path
-has two levels or more and the engine can verify paths, the engine computes the model's
+A `Speculator` is one of `EngineRouter`'s step sources (`plan.py`). At a routing call with
+no verified decision waiting (the plan's memo source looks first), it asks its drafter
+for a path from the current node down to a leaf; when the path has two levels or more
+and the engine can verify paths, the engine computes the model's
 constrained choice at every drafted level in one pass (`verification.py`). The decisions
 kept are exactly those of greedy step-by-step routing: level 1 always (its context is the
 real one), and level k + 1 while every level up to k chose its drafted name — like the
@@ -28,8 +29,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,6 +43,7 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import PathLevel, PathVerifier
 from stackroute.server.routing.options import DraftSource
+from stackroute.server.routing.plan import Passed
 from stackroute.server.routing.recovery import MenuStep
 from stackroute.server.routing.verified import (
     MAX_RUNS_WAITING,
@@ -229,17 +231,16 @@ class Speculator:
         self.waiting = WaitingDecisions()
         self.budget = DraftBudget(max_failed_drafts)
 
-    def step(self, request: RoutingRequest,
-             step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
-        waiting = self.waiting.take(request)
-        if waiting is not None:
-            return waiting
+    def step(self, request: RoutingRequest) -> MenuStep | Passed | None:
+        """The decision at `request` from a drafted path verified in one pass (the later
+        kept levels wait in `waiting`); `Passed` when the pass kept no level (its cost goes
+        to the step-by-step decision); None when there is nothing to verify."""
         verifier = self.verifier
         if verifier is None or self.budget.is_spent(request.run_id):
-            return step_by_step(request)
+            return None
         draft = self.drafter.draft(request)
         if draft is None or len(draft.names) < 2 or draft.names[0] not in request.menu:
-            return step_by_step(request)
+            return None
         names = draft.names[:self.max_levels]
         requests = drafted_requests(request, names)
         try:
@@ -251,16 +252,14 @@ class Speculator:
             # level past the context or with a menu that does not compile: step-by-step
             # routing may never go there, so the draft must not fail the run.
             log.debug("draft %s not verifiable: %s", "/".join(names), e)
-            return step_by_step(request)
+            return None
         kept = kept_levels(results, names, min_margin=self.min_margin)
         if len(kept) < 2:
             self.budget.count_failure(request.run_id)
         if not kept:  # even level 1 was too close to call from the long pass
-            fallback = step_by_step(request)
-            return replace(fallback, usage=results[0].usage + fallback.usage, detail={
-                **fallback.detail, "speculation": {"levels": len(names), "accepted": 0,
-                                                   "source": draft.source,
-                                                   "fallback": "margin"}})
+            return Passed(results[0].usage, {"speculation": {
+                "levels": len(names), "accepted": 0, "source": draft.source,
+                "fallback": "margin"}})
         accepted = sum(results[k].choice == names[k] for k in range(len(kept)))
         steps = []
         for k in range(len(kept)):

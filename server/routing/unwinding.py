@@ -30,8 +30,6 @@ so one precomputed choice per level is not its decision; it routes step by step.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import replace
 
 from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.router import RoutingRequest
@@ -39,10 +37,9 @@ from stackroute.runtime.speculation import unwinding_requests
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import ContextOverflowError, Engine
 from stackroute.server.engines.verification import LevelVerifier, MenuLevel
+from stackroute.server.routing.plan import Passed
 from stackroute.server.routing.recovery import MenuStep
-from stackroute.server.routing.speculator import (
-    DraftBudget,
-)
+from stackroute.server.routing.speculator import DraftBudget
 from stackroute.server.routing.verified import WaitingDecisions, kept_levels, trusted_margin
 
 log = logging.getLogger(__name__)
@@ -66,18 +63,17 @@ class Unwinder:
         self.budget = DraftBudget(max_failed_passes)  # passes that saved no call, per run
         self.waiting = WaitingDecisions()
 
-    def step(self, request: RoutingRequest,
-             step_by_step: Callable[[RoutingRequest], MenuStep]) -> MenuStep:
-        waiting = self.waiting.take(request)
-        if waiting is not None:
-            return waiting
+    def step(self, request: RoutingRequest) -> MenuStep | Passed | None:
+        """The decision at `request` from the unwinding levels computed in one pass (the
+        later kept levels wait in `waiting`); `Passed` when the pass kept no level (its cost
+        goes to the next source's decision); None when there is nothing to unwind."""
         verifier = self.verifier
         if verifier is None or request.depth < 1 or DONE not in request.menu \
                 or self.budget.is_spent(request.run_id):
-            return step_by_step(request)
+            return None
         requests = unwinding_requests(request, max_levels=self.max_levels)
         if len(requests) < 2:
-            return step_by_step(request)
+            return None
         try:
             results = verifier.verify_levels(
                 [MenuLevel(r.prompt, r.menu.options) for r in requests])
@@ -85,15 +81,13 @@ class Unwinder:
             # A level past the context, or a menu that does not compile: step-by-step
             # routing may never ask it, so the prediction must not fail the run.
             log.debug("unwinding from %s not computable: %s", request.node.path_str, e)
-            return step_by_step(request)
+            return None
         kept = kept_levels(results, [DONE] * len(results), min_margin=self.min_margin)
         if len(kept) < 2:
             self.budget.count_failure(request.run_id)
         if not kept:  # even level 0 was too close to call from the long pass
-            fallback = step_by_step(request)
-            return replace(fallback, usage=results[0].usage + fallback.usage, detail={
-                **fallback.detail, "unwinding": {"levels": len(requests), "accepted": 0,
-                                                 "fallback": "margin"}})
+            return Passed(results[0].usage, {"unwinding": {
+                "levels": len(requests), "accepted": 0, "fallback": "margin"}})
         accepted = sum(r.choice == DONE for r in kept)
         steps = []
         for k, result in enumerate(kept):

@@ -4,6 +4,7 @@ route call and the session workers."""
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.menu import CompletionState
@@ -12,17 +13,27 @@ from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree
 
 
-def routing_outcome(tree: CapabilityTree, event: TraceEvent) -> str:
-    """What a routing call's decision did: "router", "leaf", "done", "back" or "misstep"."""
+class RouteOutcome(StrEnum):
+    """What a routing call's decision did."""
+
+    ROUTER = "router"  # entered a router: the run goes on below
+    LEAF = "leaf"  # chose a leaf (its call is pending, or its arguments were a misstep)
+    DONE = "done"
+    BACK = "back"
+    MISSTEP = "misstep"  # an answer outside the menu
+
+
+def routing_outcome(tree: CapabilityTree, event: TraceEvent) -> RouteOutcome:
+    """What a routing call's decision did."""
     if event.decision == CompletionState.DONE:
-        return "done"
+        return RouteOutcome.DONE
     if event.decision == CompletionState.BACK:
-        return "back"
+        return RouteOutcome.BACK
     node = tree.get(event.path)
     child = None if node is None else node.child(event.decision or "")
     if child is None:
-        return "misstep"
-    return "leaf" if child.is_leaf else "router"
+        return RouteOutcome.MISSTEP
+    return RouteOutcome.LEAF if child.is_leaf else RouteOutcome.ROUTER
 
 
 def fail_run(state: RunState, message: str) -> None:

@@ -3,11 +3,12 @@ for `/v1/route` and for every step of a session before the model sees the prompt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.machine import StackMachine
+from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.state import RunState
 from stackroute.server.engines.base import Engine
 
@@ -22,10 +23,20 @@ class RoutingLimitError(InputError):
     http_status = 422
 
 
+def _setting(name: str) -> int | None:
+    from stackroute.server.settings import ServerSettings
+
+    value: int | None = ServerSettings.default(name)
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class PromptLimits:
-    max_menu_options: int | None = None
-    max_prompt_tokens: int | None = None
+    """None: no limit. Without arguments, the product's (settings.py)."""
+
+    max_menu_options: int | None = field(default_factory=lambda: _setting("max_menu_options"))
+    max_prompt_tokens: int | None = field(
+        default_factory=lambda: _setting("max_prompt_tokens"))
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> PromptLimits:
@@ -34,17 +45,26 @@ class PromptLimits:
 
 
 def check_prompt_limits(engine: Engine, machine: StackMachine, run: RunState,
-                        limits: PromptLimits) -> None:
-    """Raise `RoutingLimitError` when the next routing call of `run` (its top frame's menu and
-    the prompt `engine` would read) is over `limits`."""
-    menu = machine.menu_for(run, run.top())
+                        limits: PromptLimits) -> RoutingRequest:
+    """The next routing request of `run` (its top frame's menu and the prompt `engine` would
+    read), rendered once: raise `RoutingLimitError` when it is over `limits`, else return it
+    for `machine.step(run, request)`, which then does not render it again."""
+    request = machine.request_for(run)
+    check_request_limits(engine, request, limits)
+    return request
+
+
+def check_request_limits(engine: Engine, request: RoutingRequest,
+                         limits: PromptLimits) -> None:
+    """Raise `RoutingLimitError` when `request`'s menu or prompt is over `limits`."""
+    menu = request.menu
     max_menu = limits.max_menu_options
     if max_menu is not None and len(menu.options) > max_menu:
         raise RoutingLimitError(f"the menu at {menu.node_path or '<root>'} has "
                                 f"{len(menu.options)} options; the limit is {max_menu}")
     max_tokens = limits.max_prompt_tokens
     if max_tokens is not None:
-        num_tokens = engine.count_tokens(machine.layout.routing_prompt(run))
+        num_tokens = engine.count_tokens(request.prompt)
         if num_tokens > max_tokens:
             raise RoutingLimitError(f"the routing prompt has {num_tokens} tokens; the limit "
                                     f"is {max_tokens}")

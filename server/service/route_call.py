@@ -4,19 +4,17 @@ HTTP module turns the result into its response."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import RunStatus
-from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.pool import RouterPool
-from stackroute.server.routing.router import build_machine
-from stackroute.server.service.outcomes import routing_outcome
+from stackroute.server.service.outcomes import RouteOutcome, routing_outcome
 from stackroute.server.service.prompt_limits import PromptLimits, check_prompt_limits
 from stackroute.server.service.run_state_input import check_frames, parse_state
 
@@ -36,7 +34,7 @@ class RouteCall:
 @dataclass(frozen=True, kw_only=True)
 class RouteCallResult:
     event: TraceEvent  # the ROUTE event: decision, menu, probabilities, arguments, usage
-    outcome: str  # routing_outcome: "router", "leaf", "done", "back" or "misstep"
+    outcome: RouteOutcome
     misstep: str | None
     state: dict[str, Any] | None  # the run state after the call, when it is returned
     routing: dict[str, str | None]  # RouterOptions.describe(): policy, calibration, speculation
@@ -44,27 +42,34 @@ class RouteCallResult:
 
 @dataclass(frozen=True, kw_only=True)
 class RouteContext:
-    """What every routing call of the server shares."""
+    """What every routing call shares: the engine, the prompt limits and the catalogs'
+    long-lived routers (whose options say how they route)."""
 
     engine: Engine
-    limits: PromptLimits
-    options: RouterOptions | None = None
-    routers: RouterPool | None = None  # None: plain routing, a router per call
+    routers: RouterPool
+    limits: PromptLimits = field(default_factory=PromptLimits)  # default: the product's
 
+    @classmethod
+    def for_engine(cls, engine: Engine, options: RouterOptions | None = None, *,
+                   limits: PromptLimits | None = None) -> RouteContext:
+        """A context of its own (the CLI's `route`): `options` None and `limits` None are
+        the product's."""
+        return cls(engine=engine, routers=RouterPool(engine, options),
+                   limits=limits or PromptLimits())
 
-def _machine(tree: CapabilityTree, context: RouteContext, *, is_flat: bool) -> StackMachine:
-    if context.routers is not None:
-        return context.routers.machine(tree, is_flat=is_flat)
-    return build_machine(tree, context.engine, is_flat=is_flat, options=context.options)
+    @property
+    def options(self) -> RouterOptions:
+        return self.routers.options
 
 
 def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> RouteCallResult:
     """Make one routing call, through the catalog's long-lived router (its evidence, caches
     and speculator: a path verified by an earlier call of the same run may answer, since the
-    client sends the state back each time)."""
+    client sends the state back each time). The request is rendered once: the limits are
+    checked on the very prompt the router reads."""
     if call.state is not None:
         run = parse_state(call.state)
-        machine = _machine(tree, context, is_flat=run.is_flat)
+        machine = context.routers.machine(tree, is_flat=run.is_flat)
         if run.catalog != machine.tree.name:
             raise InputError(f"the state is of catalog {run.catalog!r}, not "
                              f"{machine.tree.name!r}")
@@ -73,7 +78,7 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
             raise StateError(f"the state has a pending call ({run.pending.path}); a routing "
                              "call needs a state without one")
     else:
-        machine = _machine(tree, context, is_flat=call.is_flat)
+        machine = context.routers.machine(tree, is_flat=call.is_flat)
         node = machine.tree.get(call.node)
         if node is None or node.is_leaf:
             raise InputError(f"no router at node path {call.node!r} in catalog "
@@ -81,10 +86,11 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
         if call.task is None:
             raise InputError("give exactly one of `query` and `messages` (or a `state`)")
         run = machine.start(call.task, at=call.node, is_flat=call.is_flat)
+    request = None
     if run.status is RunStatus.RUNNING:
-        check_prompt_limits(context.engine, machine, run, context.limits)
+        request = check_prompt_limits(context.engine, machine, run, context.limits)
     num_events = len(run.trace)
-    machine.step(run)
+    machine.step(run, request)
     new = run.trace[num_events:]
     event = next((e for e in new if e.kind is EventKind.ROUTE), None)
     if event is None:
@@ -94,4 +100,4 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
         event=event, outcome=routing_outcome(machine.tree, event),
         misstep=next((e.error for e in new if e.kind is EventKind.MISSTEP), None),
         state=run.to_dict() if call.state is not None or call.include_state else None,
-        routing=(context.options or RouterOptions()).describe())
+        routing=context.options.describe())

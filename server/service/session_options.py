@@ -11,26 +11,40 @@ options, so the defaults are the settings' own (no second set of fallbacks here)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stackroute.server.settings import ServerSettings
 
 
+def _setting(name: str) -> Any:
+    """The product default of setting `name` (settings.py, read without the environment)."""
+    from stackroute.server.settings import ServerSettings
+
+    return ServerSettings.default(name)
+
+
+def _default(name: str) -> Any:
+    return field(default_factory=lambda: _setting(name))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SessionOptions:
-    max_session_steps: int | None = None  # cap on Limits.max_steps (routing calls per run)
-    leaf_timeout_s: float = 30.0
-    leaf_isolation: str = "thread"  # "process": handlers in killable worker processes
+    """Without arguments, the product's defaults (each read from settings.py)."""
+
+    max_session_steps: int | None = _default("max_session_steps")  # caps Limits.max_steps
+    leaf_timeout_s: float = _default("leaf_timeout_s")
+    leaf_isolation: str = _default("leaf_isolation")  # "process": killable worker processes
     allowed_handler_modules: tuple[str, ...] = ()
-    max_workers: int = 4  # sessions stepped at the same time
-    max_active: int = 64  # running sessions queued or stepping; more is a 429
+    max_workers: int = _default("max_session_workers")  # sessions stepped at the same time
+    max_active: int = _default("max_active_sessions")  # running sessions; more is a 429
     poll_s: float = 1.0  # a watcher re-reads the store at least this often
-    max_menu_options: int | None = None  # a session's menu over this fails the run
-    max_prompt_tokens: int | None = None  # a session's routing prompt over this fails the run
+    max_menu_options: int | None = _default("max_menu_options")  # over this fails the run
+    max_prompt_tokens: int | None = _default("max_prompt_tokens")  # over this fails the run
     is_auto_approve_allowed: bool = True  # False: a session asking for auto_approve is a 403
-    max_leaf_memory_bytes: int | None = None  # address-space limit of a leaf worker process
+    max_leaf_memory_bytes: int | None = field(  # address-space limit of a leaf process
+        default_factory=lambda: _memory_bytes())
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> SessionOptions:
@@ -46,3 +60,8 @@ class SessionOptions:
             is_auto_approve_allowed=settings.is_auto_approve_allowed,
             max_leaf_memory_bytes=settings.max_leaf_memory_bytes,
         )
+
+
+def _memory_bytes() -> int | None:
+    mb = _setting("max_leaf_memory_mb")
+    return None if mb is None else int(mb) << 20

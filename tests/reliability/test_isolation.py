@@ -161,11 +161,13 @@ class LookupFirst:
 @pytest.mark.model
 def test_a_real_engine_run_with_a_hostile_tool_decides_only_from_menus(
         engine: Any) -> None:
+    from stackroute.server.routing.options import DraftSource, RouterOptions
     from stackroute.server.routing.router import EngineRouter
 
     tree: CapabilityTree = build_tree(CATALOG)
     handlers = HandlerTable({"accounts/lookup": lambda: INJECTION})
-    machine = StackMachine(tree, LookupFirst(EngineRouter(engine)),
+    machine = StackMachine(tree, LookupFirst(EngineRouter(engine, RouterOptions(
+        recovery=None, speculation=DraftSource.OFF))),
                            executor=LocalExecutor(handlers, timeout_s=5))
     state = machine.start("look up my account", run_id="iso-real", at="accounts")
     for _ in range(6):  # the hostile call, then the engine's next decisions

@@ -110,7 +110,7 @@ def test_the_prediction_leaves_the_run_untouched_and_goes_stale_after_the_step()
     for _ in range(4):  # accounts, statements, monthly, its call
         machine.step(state)
     before = state.to_json()
-    request = machine._request(state)
+    request = machine.request_for(state)
     assert len(unwinding_requests(request)) == 3
     assert [r.node.path_str for r in unwinding_requests(request, max_levels=2)] == \
         ["accounts/statements", "accounts"]

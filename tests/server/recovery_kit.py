@@ -28,7 +28,7 @@ from stackroute.server.engines.base import (
     SamplingOptions,
 )
 from stackroute.server.routing.contrast import NEUTRAL_REQUEST
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import Query, run_query
@@ -163,7 +163,7 @@ def evidence_source(tree: CapabilityTree, embedder: WordEmbedder | None = None,
 
 def run(tree: CapabilityTree, engine: FakeEngine, task: str, **recovery: Any) -> RunState:
     """One run of `task` with the recovery options given (keyword arguments)."""
-    options = RouterOptions(recovery=RecoveryOptions(**recovery))
+    options = RouterOptions(recovery=RecoveryOptions(**recovery), speculation=DraftSource.OFF)
     machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
     return run_query(machine, Query(id="t", query=task, gold=(), args=None, tags=()))
 

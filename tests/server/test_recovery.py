@@ -25,7 +25,7 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.menu_scoring import MenuScorer
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import (
     RecoveryOptions,
     RecoveryPolicy,
@@ -79,7 +79,8 @@ def test_options_reject_unknown_keys_and_bad_values() -> None:
 
 def test_recovery_needing_evidence_without_it_is_refused() -> None:
     with pytest.raises(ValueError, match="EvidenceSource"):
-        EngineRouter(FakeEngine({}), RouterOptions(recovery=RecoveryOptions()))
+        EngineRouter(FakeEngine({}), RouterOptions(recovery=RecoveryOptions(),
+                                                   speculation=DraftSource.OFF))
 
 
 # -- the evidence prior ----------------------------------------------------------------------
@@ -198,8 +199,8 @@ def test_beam_picks_the_subtree_with_the_better_leaf() -> None:
     assert second["is_reused"]  # the beam explored this very prompt
     route_events = [e for e in state.trace if e.kind.value == "route"]
     assert route_events[0].usage is not None and route_events[0].usage["model_calls"] == 3
-    assert route_events[1].usage is not None and route_events[1].usage["model_calls"] == 1
-    # the leaf's arguments are the only call of the second step; the choice was free
+    assert route_events[1].usage is not None and route_events[1].usage["model_calls"] == 0
+    # the choice was free, and a leaf without parameters needs no arguments call
     # root and two descents; the two DONEs that unwind are the finish rule's, not the model's
     assert len(engine.routing_calls()) == 3
     assert [e.path for e in route_events if e.detail.get("finish")] == ["transfers", ""]
@@ -229,7 +230,7 @@ def test_fallback_routes_done_at_the_root_to_the_best_leaf() -> None:
     assert second["plan"]["reason"] == "fallback"
     event = [e for e in state.trace if e.kind.value == "route"][1]
     assert event.probabilities is None and event.usage is not None
-    assert event.usage["model_calls"] == 1  # the arguments only: the choice took no call
+    assert event.usage["model_calls"] == 0  # the choice took no call, nor do empty arguments
 
 
 def test_no_fallback_for_an_out_of_scope_request() -> None:
@@ -251,7 +252,8 @@ def test_contrast_removes_the_request_independent_preference() -> None:
     tree = house_tree()
     logits = then_done({"DONE": 5.5, "billing": 1.0})
     neutral = {"DONE": 5.0}
-    options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True))
+    options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True),
+                            speculation=DraftSource.OFF)
     engine = FakeEngine(logits, neutral=neutral)
     machine = build_machine(tree, engine, options=options)
     first = run_query(machine, Query(id="a", query=WATER, gold=(), args=None, tags=()))
@@ -275,7 +277,8 @@ def test_contrast_applies_to_fresh_frames_only() -> None:
         after = " returned: " in prompt.messages[-1].content
         return {"DONE": 1.0, "weather": 0.5} if after else {"DONE": 3.0, "weather": 1.0}
 
-    options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True))
+    options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True),
+                            speculation=DraftSource.OFF)
     machine = build_machine(house_tree(), FakeEngine(logits, neutral={"DONE": 5.0}),
                             options=options)
     state = run_query(machine, Query(id="f", query="weather in Oslo", gold=(), args=None,
@@ -339,7 +342,7 @@ def test_real_model_and_embedder_record_confidence_and_recover(engine: Any,
     query = next(q for q in suite.queries if q["tags"] == ["clear"])
     options = RouterOptions(recovery=RecoveryOptions(beam_width=2, beam_margin=10.0,
                                                      is_contrast_enabled=True),
-                            max_argument_tokens=2)
+                            speculation=DraftSource.OFF, max_argument_tokens=2)
     machine = build_machine(tree, engine, options=options, evidence=evidence)
     state = machine.start(query["query"])
     machine.step(state)  # the root decision, with the beam over every close child

@@ -33,10 +33,10 @@ from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.router import EngineRouter, build_machine
 from stackroute.server.routing.speculator import (
     Draft,
+    DraftBudget,
     Drafter,
     DraftSource,
     RouteCache,
-    Speculator,
 )
 
 # root ─ a ─ a1 ─ a1x (leaf), a1y (leaf)
@@ -147,9 +147,11 @@ class FixedDrafter(Drafter):
 def run(tree: CapabilityTree, engine: FakeEngine, drafter: Drafter | None, *,
         limits: Limits | None = None, task: str = "do the thing",
         max_failed_drafts: int = 1) -> RunState:
-    speculator = None if drafter is None else Speculator(
-        engine, drafter, max_failed_drafts=max_failed_drafts)  # type: ignore[arg-type]
-    router = EngineRouter(engine, speculator=speculator)  # type: ignore[arg-type]
+    options = RouterOptions(recovery=None, speculation=DraftSource.OFF if drafter is None
+                            else DraftSource.EVIDENCE)  # the source: `drafter`, whatever it is
+    router = EngineRouter(engine, options, drafter=drafter)  # type: ignore[arg-type]
+    if router.speculator is not None:
+        router.speculator.budget = DraftBudget(max_failed_drafts)
     machine = StackMachine(tree, router, limits=limits or Limits(max_steps=40),
                            clock=lambda: 0.0)
     state = machine.start(task, run_id="r1")
@@ -309,7 +311,7 @@ def test_the_options_describe_themselves() -> None:
                            calibration="m.json")
     assert guided.describe() == {"policy": "guided", "calibration": "m.json",
                                  "speculation": "evidence", "unwinding": "off"}
-    plain = RouterOptions(speculation=DraftSource.EVIDENCE)
+    plain = RouterOptions(recovery=None, speculation=DraftSource.EVIDENCE)
     assert plain.describe() == {"policy": "plain", "calibration": None,
                                 "speculation": "evidence", "unwinding": "off"}
 
@@ -336,7 +338,7 @@ def spec_tree() -> CapabilityTree:
 
 def _machine(tree: CapabilityTree, engine: Any, source: DraftSource,
              route_cache: RouteCache | None = None, embedder: Any = None) -> StackMachine:
-    return build_machine(tree, engine, options=RouterOptions(speculation=source,
+    return build_machine(tree, engine, options=RouterOptions(recovery=None, speculation=source,
                                                             max_argument_tokens=24),
                          route_cache=route_cache, embedder=embedder,
                          limits=Limits(max_steps=3))  # enough to reach a leaf from a top branch
@@ -452,10 +454,12 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     store = SessionStore(tmp_path / "s.db")
     catalogs = CatalogRegistry(store, engine)  # type: ignore[arg-type]
     catalog_id = catalogs.add_text(json.dumps(DEEP_CATALOG))[0].id
-    pool = RouterPool(engine, RouterOptions(speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
+    pool = RouterPool(engine, RouterOptions(recovery=None, speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
                       embedder_factory=WordEmbedder)
     sessions = SessionService(store, catalogs, engine,  # type: ignore[arg-type]
-                              options=SessionOptions(), routers=pool)
+                              options=SessionOptions(  # in-process, no prompt limits
+                                  leaf_isolation="thread", max_menu_options=None,
+                                  max_prompt_tokens=None), routers=pool)
     try:
         from session_kit import wait_for_status
 
@@ -479,7 +483,7 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
 def test_the_pool_keeps_one_router_per_catalog_tree() -> None:
     from stackroute.server.routing.pool import RouterPool
 
-    routes = RouterOptions(speculation=DraftSource.ROUTES)
+    routes = RouterOptions(recovery=None, speculation=DraftSource.ROUTES)
     pool = RouterPool(deep_engine(), routes,  # type: ignore[arg-type]
                       embedder_factory=WordEmbedder, max_catalogs=2)
     first, twin, other = (build_tree(DEEP_CATALOG) for _ in range(3))
@@ -495,7 +499,7 @@ def test_the_pool_keeps_one_router_per_catalog_tree() -> None:
         verify_path = None  # type: ignore[assignment]
 
     assert RouterPool(StepOnly(), routes).router(first).speculator is None  # type: ignore[arg-type]
-    off = RouterOptions(speculation=DraftSource.OFF)
+    off = RouterOptions(recovery=None, speculation=DraftSource.OFF)
     assert RouterPool(deep_engine(), off).router(first).speculator is None  # type: ignore[arg-type]
 
 
@@ -511,7 +515,7 @@ def test_the_pool_loads_no_embedder_it_would_not_use() -> None:
         raise AssertionError("the embedder was loaded")
 
     tree = build_tree(DEEP_CATALOG)
-    pool = RouterPool(StepOnly(), RouterOptions(speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
+    pool = RouterPool(StepOnly(), RouterOptions(recovery=None, speculation=DraftSource.ROUTES),  # type: ignore[arg-type]
                       embedder_factory=no_embedder)
     pool.prepare(tree)
     assert pool.router(tree).speculator is None

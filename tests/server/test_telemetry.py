@@ -22,6 +22,7 @@ from live_server import serve
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from routing_app_kit import make_settings
 from session_kit import BANK_CATALOG, PlanEngine
+from stackroute.runtime.decision import ArgumentsCall
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.runtime.usage import Usage
@@ -422,27 +423,27 @@ def test_doctests() -> None:
     assert result.attempted > 0 and result.failed == 0
 
 
-def route_event(detail: dict[str, Any]) -> TraceEvent:
+def route_event(detail: dict[str, Any],
+                arguments_call: ArgumentsCall | None = None) -> TraceEvent:
     """A ROUTE to a leaf: 2 calls together (the routing choice, then the arguments)."""
-    return TraceEvent(
+    return TraceEvent(arguments_call=arguments_call,
         seq=3, kind=EventKind.ROUTE, frame_id=1, parent_id=0, path="payments", depth=1,
         menu=("balance", "transfer", "DONE"), decision="balance", arguments={"account": "a"},
         probabilities={"balance": 0.8, "transfer": 0.1, "DONE": 0.1},
         usage={"model_calls": 2, "prompt_tokens": 120, "prefill_tokens": 40,
                "cached_tokens": 80, "generated_tokens": 14, "latency_ms": 30.0},
-        detail={"policy": "plain", "arguments_latency_ms": 20.0,
-                "arguments_finish_reason": "stop", "arguments_forward_passes": 6, **detail},
+        detail={"policy": "plain", **detail},
         time_unix=1_000.0)
 
 
 def test_the_argument_generation_span_carries_its_own_tokens() -> None:
     exporter = InMemorySpanExporter()
     telemetry = Telemetry.with_exporter(exporter)
-    arguments_usage = {"model_calls": 1, "prompt_tokens": 70, "prefill_tokens": 10,
-                       "cached_tokens": 60, "generated_tokens": 12, "forward_passes": 6,
-                       "latency_ms": 20.0}
-    tokens = routing_call_spans(telemetry.tracer, route_event(
-        {"arguments_usage": arguments_usage, "arguments_fallback": "required_only"}),
+    arguments_usage = Usage(model_calls=1, prompt_tokens=70, prefill_tokens=10,
+                            cached_tokens=60, generated_tokens=12, forward_passes=6,
+                            latency_ms=20.0)
+    tokens = routing_call_spans(telemetry.tracer, route_event({}, ArgumentsCall(
+        usage=arguments_usage, finish_reason="stop", fallback="required_only")),
         model="m", system="s")
     routing, arguments = exporter.get_finished_spans()
     assert arguments.attributes["stackroute.call"] == "arguments"

@@ -23,7 +23,7 @@ from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import MenuResult
 from stackroute.server.engines.verification import MenuLevel
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import EngineRouter, build_machine
 from test_speculation import DEEP_CATALOG, FakeEngine, decisions
@@ -49,7 +49,9 @@ def deep_level_engine(**kw: Any) -> LevelEngine:
 
 def run(tree: CapabilityTree, engine: FakeEngine, *, unwinding: bool = True,
         options: RouterOptions | None = None) -> RunState:
-    router = EngineRouter(engine, options or RouterOptions(unwinding=unwinding))  # type: ignore[arg-type]
+    options = options or RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                                       unwinding=unwinding)
+    router = EngineRouter(engine, options)  # type: ignore[arg-type]
     machine = StackMachine(tree, router, limits=Limits(max_steps=40), clock=lambda: 0.0)
     return machine.run(machine.start("do the deep thing", run_id="r1"))
 
@@ -142,12 +144,14 @@ def test_no_unwinding_without_the_capability_the_option_or_the_plain_policy() ->
     reference = run(tree, deep_level_engine(), unwinding=False)
     step_only = FakeEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
     assert plain_decisions(run(tree, step_only)) == plain_decisions(reference)
-    on = RouterOptions(unwinding=True)
+    on = RouterOptions(recovery=None, speculation=DraftSource.OFF, unwinding=True)
     assert EngineRouter(step_only, on).unwinder is None  # type: ignore[arg-type]
     assert EngineRouter(deep_level_engine(), on).unwinder is not None  # type: ignore[arg-type]
     # Off by default (slower on a 1-thread CPU, bench/results/2026-12-03-cpu-unwind).
-    assert EngineRouter(deep_level_engine()).unwinder is None  # type: ignore[arg-type]
-    guided = RouterOptions(recovery=RecoveryOptions.off(), unwinding=True)
+    off = RouterOptions(recovery=None, speculation=DraftSource.OFF)
+    assert EngineRouter(deep_level_engine(), off).unwinder is None  # type: ignore[arg-type]
+    guided = RouterOptions(recovery=RecoveryOptions.off(), speculation=DraftSource.OFF,
+                           unwinding=True)
     assert EngineRouter(deep_level_engine(), guided).unwinder is None  # type: ignore[arg-type]
 
 
@@ -215,7 +219,8 @@ def test_real_model_plain_run_decides_identically_in_fewer_calls(engine: Any) ->
     states = {}
     for unwinding in (False, True):
         machine = build_machine(tree, TransformersEngine(loaded=engine.loaded),
-                                options=RouterOptions(unwinding=unwinding,
+                                options=RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                                                      unwinding=unwinding,
                                                       max_argument_tokens=16),
                                 limits=Limits(max_steps=8))
         machine.clock = lambda: 0.0
