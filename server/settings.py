@@ -106,10 +106,10 @@ class ServerSettings(BaseSettings):
     calibration: Path | None = Field(
         None, description="calibration file for the guided policy (stackroute calibrate); "
         "none: the one shipped for the engine's model")
-    prompt_order: PromptOrder | None = Field(
-        None, description="where a routing prompt puts the root's menu: menu-first (before "
-        "the request, so every request on a catalog shares its KV) | request-first (after "
-        "it, the layout before issue 29); none: the measured default (runtime/prompt.py)")
+    prompt_order: PromptOrder = Field(
+        PromptOrder.REQUEST_FIRST, description="where a routing prompt puts the root's "
+        "menu: menu-first (before the request, so every request on a catalog shares its KV; "
+        "runtime/prompt.py) | request-first (after it, the layout before issue 29)")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -280,6 +280,7 @@ class ServerSettings(BaseSettings):
 
         return router_options(model, policy=self.policy, calibration=self.calibration,
                               speculation=self.speculation, unwinding=self.unwinding,
+                              prompt_order=self.prompt_order,
                               max_argument_tokens=self.max_argument_tokens)
 
     @classmethod

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
@@ -52,6 +53,10 @@ StringCharsOpt = Annotated[int, typer.Option(
 UnwindOpt = Annotated[bool | None, typer.Option(
     "--unwinding/--no-unwinding", help="plain policy: verify the DONE answers that unwind the "
     "stack in one pass (decisions never change; fewer model calls); default: the setting's")]
+PromptOrderOpt = Annotated[str | None, typer.Option(
+    "--prompt-order", help="where a routing prompt puts the root's menu: menu-first (before "
+    "the request: every request on a catalog shares its KV) | request-first (after it); "
+    "default: the measured one")]
 SpecOpt = Annotated[str | None, typer.Option(
     "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
     "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
@@ -164,18 +169,22 @@ class RoutingFlags:
     calibration: Path | None
     speculation: DraftSource | None  # None: the settings' default
     unwinding: bool | None = None  # None: the settings' default
+    prompt_order: PromptOrder | None = None
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
               speculation: str | None = None, no_speculation: bool = False,
-              unwinding: bool | None = None) -> RoutingFlags:
+              unwinding: bool | None = None, prompt_order: str | None = None,
+              ) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
                    speculation=DraftSource.OFF if no_speculation
                    else None if speculation is None
                    else _parse(DraftSource, "--speculation", speculation),
-                   unwinding=unwinding)
+                   unwinding=unwinding,
+                   prompt_order=None if prompt_order is None
+                   else _parse(PromptOrder, "--prompt-order", prompt_order))
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -184,7 +193,7 @@ class RoutingFlags:
 
         return router_options(engine.info.model, policy=self.policy,
                               calibration=self.calibration, speculation=self.speculation,
-                              unwinding=self.unwinding)
+                              unwinding=self.unwinding, prompt_order=self.prompt_order)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

@@ -23,6 +23,7 @@ from stackroute.server.commands.common import (
     ModelOpt,
     NoSpecOpt,
     PolicyOpt,
+    PromptOrderOpt,
     RemoteConstraintsOpt,
     RoutingFlags,
     ServedModelNameOpt,
@@ -49,7 +50,8 @@ def route(
     served_model_name: ServedModelNameOpt = None,
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    no_speculation: NoSpecOpt = False, as_json: JsonOpt = False,
+    no_speculation: NoSpecOpt = False, prompt_order: PromptOrderOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """One routing decision at a node (the root by default), through the same route call as
     `/v1/route` (its router, its prompt limits: the settings' defaults). One decision is one
@@ -59,7 +61,7 @@ def route(
 
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   no_speculation=no_speculation)
+                                   no_speculation=no_speculation, prompt_order=prompt_order)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -99,7 +101,7 @@ def run(
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = None,
+    unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
@@ -111,7 +113,7 @@ def run(
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding)
+                                   unwinding=unwinding, prompt_order=prompt_order)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -164,7 +166,7 @@ def eval_(
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = None,
+    unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
@@ -179,7 +181,7 @@ def eval_(
         items = read_queries(queries, limit=limit)
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding)
+                                   unwinding=unwinding, prompt_order=prompt_order)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
             engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,

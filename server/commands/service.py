@@ -72,6 +72,9 @@ def serve(
     max_tool_menu: Annotated[int | None, typer.Option(
         "--max-tool-menu", help="a chat request's tools list wider than this is grouped into "
                                 "a tree before routing [default: 40]")] = None,
+    prompt_order: Annotated[str | None, typer.Option(
+        "--prompt-order", help="menu-first | request-first: where routing prompts put the "
+                               "root's menu (the prompt_order setting)")] = None,
     chat_template: ChatTemplateOpt = None,
     engine_arg: EngineArgOpt = None,
     served_model_name: ServedModelNameOpt = None,
@@ -99,7 +102,7 @@ def serve(
             allow_public_bind=allow_public_bind, log_level=log_level, policy=policy,
             calibration=calibration, speculation="off" if no_speculation else None,
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
-            unwinding=unwinding, allowed_hosts=allowed_host,
+            unwinding=unwinding, prompt_order=prompt_order, allowed_hosts=allowed_host,
             allowed_origins=allowed_origin, serve_docs=serve_docs,
             strict_openai=strict_openai, max_tool_menu=max_tool_menu,
             chat_template=chat_template, engine_args=engine_args,

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 
@@ -73,6 +75,7 @@ def router_options(model: str, *, policy: Policy | None = None,
                    calibration: Path | None = None,
                    speculation: DraftSource | None = None, unwinding: bool | None = None,
                    directory: Path | None = None,
+                   prompt_order: PromptOrder | None = None,
                    max_argument_tokens: int | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
@@ -96,13 +99,17 @@ def router_options(model: str, *, policy: Policy | None = None,
     if policy is None:
         policy = Policy.PLAIN if path is None else Policy.GUIDED
     if policy is Policy.PLAIN:
-        return RouterOptions(recovery=None, speculation=speculation, unwinding=unwinding,
-                             max_argument_tokens=max_argument_tokens)
-    require_embedder()
-    recovery = RecoveryOptions() if path is None else read_calibration(path)
-    return RouterOptions(recovery=recovery, speculation=speculation, unwinding=unwinding,
-                         max_argument_tokens=max_argument_tokens,
-                         calibration="built-in defaults" if path is None else path.name)
+        options = RouterOptions(recovery=None, speculation=speculation, unwinding=unwinding,
+                                max_argument_tokens=max_argument_tokens)
+    else:
+        require_embedder()
+        recovery = RecoveryOptions() if path is None else read_calibration(path)
+        options = RouterOptions(recovery=recovery, speculation=speculation,
+                                unwinding=unwinding, max_argument_tokens=max_argument_tokens,
+                                calibration="built-in defaults" if path is None
+                                else path.name)
+    # None: RouterOptions' default order (the measured one; runtime/prompt.py, issue 29).
+    return options if prompt_order is None else replace(options, prompt_order=prompt_order)
 
 
 def require_embedder() -> None:
