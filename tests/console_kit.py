@@ -76,9 +76,11 @@ class KeywordEngine:
     def choose(self, prompt: Prompt, options: Sequence[str], *,
                option_bias: Mapping[str, float] | None = None) -> MenuResult:
         time.sleep(self.delay_s + (SLOW_S if SLOW_WORD in _request(prompt) else 0.0))
-        path, _ = _route(prompt)
+        path, arguments = _route(prompt)
         answered = {m.content for m in prompt.messages if m.role == "assistant"}
         choice = next((o for o in path if o in options and o not in answered), None)
+        if choice is None:  # a value menu (routing/arguments): the route's value, if offered
+            choice = next((o for o in map(str, arguments.values()) if o in options), None)
         if choice is None:
             done = CompletionState.DONE.value
             choice = done if done in options else CompletionState.BACK.value

