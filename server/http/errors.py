@@ -56,7 +56,8 @@ _ENGINE_WORDS = {501: "the engine cannot do what this request needs of it",
 _TYPE_BY_STATUS = {400: "invalid_request_error", 401: "authentication_error",
                    403: "permission_error", 404: "not_found_error", 408: "timeout_error",
                    409: "conflict_error",
-                   413: "invalid_request_error", 422: "invalid_request_error",
+                   413: "invalid_request_error", 415: "invalid_request_error",
+                   422: "invalid_request_error",
                    429: "rate_limit_error", 503: "service_unavailable"}
 
 
@@ -304,7 +305,16 @@ def _with_error_shape(spec: dict[str, Any]) -> dict[str, Any]:
             if "requestBody" in operation:
                 responses.setdefault("400", {"description": "Unsupported field or value",
                                              "content": shape})
+            # the edge (origin_guard.py, storable_text.py) answers these before any route
+            responses.setdefault("400", {"description": "Text no store can keep (NUL, an "
+                                                        "unpaired surrogate)", "content": shape})
+            responses.setdefault("403", {"description": "Host or Origin not allowed (DNS "
+                                                        "rebinding and cross-site guard)",
+                                         "content": shape})
             if method not in {"get", "head", "options"}:  # the body limit reads these bodies
+                responses.setdefault("415", {"description": "A content type a web page may "
+                                                            "send cross-site (text/plain, "
+                                                            "forms)", "content": shape})
                 responses.setdefault("413", {"description": "Request body too large",
                                              "content": shape})
                 responses.setdefault("408", {"description": "Request body not received "
