@@ -117,12 +117,14 @@ def engine_options(engine: str, *, chat_template: str | Path | None = None,
         else:
             wrong.append("--chat-template is for the transformers and vllm engines (a remote "
                          "upstream renders its own prompts)")
-    for flag, key, value in (("--engine-arg", "engine_args", engine_args or None),
-                             ("--served-model-name", "served_model_name", served_model_name)):
+    vllm_only: tuple[tuple[str, str, Any], ...] = (
+        ("--engine-arg", "engine_args", dict(engine_args) if engine_args else None),
+        ("--served-model-name", "served_model_name", served_model_name))
+    for flag, key, value in vllm_only:
         if value is None:
             continue
         if engine == "vllm":
-            options[key] = dict(value) if key == "engine_args" else value
+            options[key] = value
         else:
             wrong.append(f"{flag} is for the vllm engine")
     try:
