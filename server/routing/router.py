@@ -25,12 +25,7 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
-from stackroute.server.engines.base import (
-    EMPTY_OBJECT_SCHEMA,
-    Constraint,
-    Engine,
-    SamplingOptions,
-)
+from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
@@ -144,22 +139,18 @@ class EngineRouter:
         return None
 
     def _arguments(self, request: RoutingRequest, leaf: Node) -> GeneratedArguments:
-        """The leaf's arguments under its schema. An answer cut off at the token cap is the
-        engine's failure, not the model's: it is not retried unchanged but once more under
-        the schema's required properties only (optional free text, e.g. a `note` or an
-        unbounded `format: email`, is where a small model runs on), and the fallback is
-        recorded. Returns the generation kept, the cost of both, and the fallback taken."""
-        prompt = request.arguments_prompt(leaf)
-        sampling = SamplingOptions(max_tokens=self.options.max_argument_tokens)
-        schema = leaf.parameters or EMPTY_OBJECT_SCHEMA
-        generation = self.engine.generate(prompt, constraint=Constraint.json(schema),
-                                          sampling=sampling)
-        narrowed = required_only(schema)
-        if generation.finish_reason != "length" or narrowed is None:
-            return GeneratedArguments(generation, generation.usage)
-        retry = self.engine.generate(prompt, constraint=Constraint.json(narrowed),
-                                     sampling=sampling)
-        return GeneratedArguments(retry, generation.usage + retry.usage, "required_only")
+        """The leaf's arguments from the request (`arguments/filling.py`, H7): per property
+        the values the request holds are the menu of one constrained choice (none needed
+        for a single candidate); optional properties only where the request supports them;
+        a required value with no candidate is written as free JSON under its schema (the
+        fallback, recorded as `free_text`)."""
+        from stackroute.server.routing.arguments import ArgumentFiller
+
+        filled = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens
+                                ).fill(request, leaf)
+        generation = Generation(text=filled.text, finish_reason=filled.finish_reason,
+                                usage=filled.usage)
+        return GeneratedArguments(generation, filled.usage, filled.fallback)
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
