@@ -149,9 +149,12 @@ def _check_attack(name: str, document: Any, fmt: str, phrase: str) -> None:
 
 def _check_http_attack(client: httpx.Client, name: str, document: Any, fmt: str,
                        phrase: str) -> None:
-    status = check_upload(client, as_text(document, fmt), fmt)
-    if status != 422:
-        raise AssertionError(f"{name}: {status}, not 422")
+    text = as_text(document, fmt)
+    status = check_upload(client, text, fmt)
+    # a NUL is refused at the HTTP edge (400: no store can keep it) before the catalog checks
+    expected = 400 if "\x00" in text or "\\u0000" in text else 422
+    if status != expected:
+        raise AssertionError(f"{name}: {status}, not {expected}")
 
 
 def main(argv: list[str] | None = None) -> int:
