@@ -209,13 +209,14 @@ def _advance(machine: StackMachine, state: RunState, context: RouteContext) -> N
     result from the client is executed first: that is how a resumed run continues)."""
     executor = machine.executor
     while state.status is RunStatus.RUNNING:
+        request = None
         if state.pending is not None:
             if not isinstance(executor, _ClientResults) or \
                     state.pending.call_id not in executor.outcomes:
                 return  # the client runs this one
-        else:
-            check_prompt_limits(context.engine, machine, state, context.limits)
-        machine.step(state)
+        else:  # rendered once: checked against the limits, then routed
+            request = check_prompt_limits(context.engine, machine, state, context.limits)
+        machine.step(state, request)
     if state.status is RunStatus.PAUSED and state.pending is not None:
         return  # a gated leaf: the client runs it (running it is its confirmation)
 
