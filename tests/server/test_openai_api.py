@@ -253,7 +253,7 @@ def test_unsupported_fields_are_400_naming_them_when_strict(
 def test_common_client_fields_are_accepted(client: openai.OpenAI, model_id: str) -> None:
     raw = client.chat.completions.with_raw_response.create(
         model=model_id, max_tokens=4, temperature=0.8, top_p=0.9, seed=7, n=2,
-        metadata={"team": "support"}, store=False, user="u-1",
+        metadata={"team": "support"}, store=False, user="u-1", tools=[],
         messages=[{"role": "system", "content": "Answer briefly."},
                   {"role": "user", "name": "alice", "content": "Hello"},
                   {"role": "assistant", "content": None,
@@ -266,6 +266,7 @@ def test_common_client_fields_are_accepted(client: openai.OpenAI, model_id: str)
     response = raw.parse()
     assert [c.index for c in response.choices] == [0, 1]
     assert all(isinstance(c.message.content, str) for c in response.choices)
+    assert response.model_extra.get("tool_routing") is None  # no tools: plain chat
 
 
 def test_top_p_keeps_the_smallest_set_that_reaches_it() -> None:
