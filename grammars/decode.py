@@ -1,8 +1,11 @@
-"""Greedy decoding under a token constraint: the reference loop for engines and tests.
+"""Greedy decoding under a token constraint: the reference loop the grammar tests drive.
 
 One step is: take the tokens the grammar forces (jump-forward), else ask the model and take
-the best allowed token. The model is any `next_logits(generated_token_ids) -> logits` callable,
-so a fake model in a test and a real forward pass in an engine drive the same loop.
+the best allowed token. The model is any `next_logits(generated_token_ids) -> logits` callable
+(a fake model in tests/grammars). No engine runs this loop: the transformers engine has its
+own (`server/engines/decoding.py`: batched forced tokens, prompt-lookup drafts) and vLLM its
+structured outputs; this one states what a constraint must do, step by step, and the tests
+check the compiled constraints against it.
 """
 
 from __future__ import annotations
