@@ -184,9 +184,12 @@ class SessionWorker:
         # the one the step's engine calls forward (a remote engine's traceparent header).
         token = TRACEPARENT.set(self._traceparent(state))
         try:
-            if state.pending is None:  # the next step is a routing call: the same limits
-                check_prompt_limits(self.engine, live.machine, state, self.prompt_limits)
-            live.machine.step(state)
+            request = None
+            if state.pending is None:  # the next step is a routing call: the same limits,
+                # on the very request the step then routes (its prompt rendered once)
+                request = check_prompt_limits(self.engine, live.machine, state,
+                                              self.prompt_limits)
+            live.machine.step(state, request)
         except RoutingLimitError as e:
             fail_run(state, str(e))
         except (StoreBusyError, LeaseLostError):
