@@ -53,6 +53,7 @@ DEFAULT_DELAY_S = 0.01  # one routing call; the embedded model takes 10-100x lon
 _PLAN = re.compile(r"plan:\s*([\w\- ]*)")
 _JOB = re.compile(r"job=(\S+)")
 _AMOUNT = re.compile(r"amount=(\d+)")
+_VALUE_ASK = re.compile(r"Value of \S+, copied from the request")  # runtime.prompt.value_ask
 
 
 class ScriptedEngine:
@@ -78,6 +79,14 @@ class ScriptedEngine:
             time.sleep(self.delay_s)
         with self._lock:
             self._counters["menu_calls"] += 1
+        if _VALUE_ASK.search(prompt.messages[-1].content):
+            # A value menu (server/routing/arguments): answer outside it, so the router
+            # writes the value as JSON (`generate`: the job tag, the amount), the same
+            # arguments as before value menus and a pure function of the request (a menu of
+            # request words would hand a plan name to `ref`).
+            return MenuResult(choice="", probabilities={}, margin=0.0,
+                              usage=Usage(model_calls=1, generated_tokens=1,
+                                          prompt_tokens=self.count_tokens(prompt)))
         plan = _plan(prompt)
         answered = {m.content for m in prompt.messages if m.role == "assistant"}
         choice = next((o for o in plan if o in options and o not in answered), None)

@@ -18,6 +18,7 @@ from session_kit import BANK_CATALOG, PlanEngine, logging_handlers
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.session_options import SessionOptions
 from stackroute.server.service.sessions import SessionService
 from stackroute.server.service.store import SessionStore
 
@@ -35,7 +36,8 @@ def main(db_path: str, log_path: str) -> None:
     engine = PlanEngine()
     catalogs = CatalogRegistry(store, engine)
     entry, _ = catalogs.add_text(json.dumps(BANK_CATALOG))
-    service = SessionService(store, catalogs, engine, handlers=logging_handlers(Path(log_path)))
+    service = SessionService(store, catalogs, engine, handlers=logging_handlers(Path(log_path)),
+                             options=SessionOptions(leaf_isolation="thread"))
     service.create(entry.id, "Send 5 to Asha", is_auto_approve=True)
     time.sleep(30)  # the worker kills the process long before this ends
 

@@ -94,6 +94,11 @@ class PlanEngine:
         if self.gate is not None:
             self.gate.wait(timeout=30)
         self.num_choices += 1
+        if "copied from the request" in prompt.messages[-1].content:
+            # A value menu (routing/arguments): answer outside it, so the router asks
+            # `generate` for the arguments, which come from `arguments` as planned.
+            return MenuResult(choice="", probabilities={}, margin=0.0,
+                              usage=Usage(model_calls=1))
         answered = {m.content for m in prompt.messages if m.role == "assistant"}
         choice = next((o for o in self.plan if o in options and o not in answered), None)
         if choice is None:
@@ -112,7 +117,10 @@ class PlanEngine:
                  sampling: SamplingOptions | None = None) -> Generation:
         if not isinstance(prompt, Prompt):
             raise TypeError("PlanEngine generates arguments for chat prompts only")
-        leaf = prompt.messages[-2].content  # the answer naming the leaf, then the request
+        # The answer naming the leaf: the last assistant turn that names a planned leaf (the
+        # arguments ask and any value answers come after it).
+        leaf = next((m.content for m in reversed(prompt.messages)
+                     if m.role == "assistant" and m.content in self.arguments), "")
         text = json.dumps(self.arguments.get(leaf, {}))
         return Generation(text=text, finish_reason="stop",
                           usage=Usage(model_calls=1, generated_tokens=len(text.split())))

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,11 @@ class Service:
         self.catalogs.load_persisted()
         self.catalog_id = self.catalogs.add_text(json.dumps(BANK_CATALOG))[0].id
         self.routing_calls: list[tuple[str, Usage]] = []
+        # In-process handlers (closures that log): threads, not the product's processes.
+        options = options or SessionOptions()
         self.sessions = SessionService(
-            self.store, self.catalogs, self.engine, options=options,
+            self.store, self.catalogs, self.engine,
+            options=replace(options, leaf_isolation="thread"),
             handlers=logging_handlers(log),
             on_routing_call=lambda outcome, usage: self.routing_calls.append((outcome, usage)))
 

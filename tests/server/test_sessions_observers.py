@@ -14,6 +14,7 @@ from stackroute.runtime.trace import TraceEvent
 from stackroute.runtime.usage import Usage
 from stackroute.server.routing.router import build_machine
 from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.session_options import SessionOptions
 from stackroute.server.service.sessions import SessionService
 from stackroute.server.service.store import SessionStore
 
@@ -38,6 +39,7 @@ def test_a_session_resumed_at_start_reports_every_step_to_its_observers(
 
     sessions = SessionService(store, catalogs, engine,
                               handlers=logging_handlers(tmp_path / "log.jsonl"),
+                              options=SessionOptions(leaf_isolation="thread"),
                               on_saved=lambda sid, events: saved.append((sid, events)),
                               on_routing_call=lambda outcome, usage: routed.append(
                                   (outcome, usage)),

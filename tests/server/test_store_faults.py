@@ -17,6 +17,7 @@ from session_kit import BANK_CATALOG, PlanEngine, wait_for_status
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.server.service.catalog_registry import CatalogRegistry
+from stackroute.server.service.session_options import SessionOptions
 from stackroute.server.service.sessions import SessionService
 from stackroute.server.service.store import CatalogRecord, SessionStore, StoreUnavailableError
 
@@ -54,7 +55,8 @@ def service(db: Path, handlers: HandlerTable, engine: PlanEngine,
     store = SessionStore(db, busy_timeout_s=BUSY_TIMEOUT_S)
     catalogs = CatalogRegistry(store, engine)
     catalog_id = catalogs.add_text(json.dumps(BANK_CATALOG))[0].id
-    return store, SessionService(store, catalogs, engine, handlers=handlers), catalog_id
+    return store, SessionService(store, catalogs, engine, handlers=handlers,
+                                 options=SessionOptions(leaf_isolation="thread")), catalog_id
 
 
 def balance_handler(calls: list[str], during: Callable[[], Any] = lambda: None,
