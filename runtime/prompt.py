@@ -51,7 +51,9 @@ class PromptOrder(StrEnum):
 class PromptStyle:
     show_schemas: bool = False  # list each leaf's full JSON schema in the menu (flat baseline)
     max_description_chars: int = 300
-    order: PromptOrder = PromptOrder.REQUEST_FIRST
+    # Menu-first routes as request-first does and prefills a fraction of it per request
+    # (Seal-Tools: 912-1,685 vs 5,269-6,042 tokens; bench/results/2026-12-03-cpu-shared-prompt).
+    order: PromptOrder = PromptOrder.MENU_FIRST
 
 
 @dataclass(frozen=True)

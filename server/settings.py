@@ -107,7 +107,7 @@ class ServerSettings(BaseSettings):
         None, description="calibration file for the guided policy (stackroute calibrate); "
         "none: the one shipped for the engine's model")
     prompt_order: PromptOrder = Field(
-        PromptOrder.REQUEST_FIRST, description="where a routing prompt puts the root's "
+        PromptOrder.MENU_FIRST, description="where a routing prompt puts the root's "
         "menu: menu-first (before the request, so every request on a catalog shares its KV; "
         "runtime/prompt.py) | request-first (after it, the layout before issue 29)")
     warm_on_load: WarmScope = Field(

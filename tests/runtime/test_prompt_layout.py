@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from machine_kit import (
     RecordingRouter,
     bank_tree,
@@ -41,9 +42,13 @@ def open_account_args(request: str) -> str:
 
 
 def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | None = None,
-                 clock_start: float = 1_000.0, reject: bool = False) -> tuple[Any, list[Any]]:
+                 clock_start: float = 1_000.0, reject: bool = False,
+                 order: PromptOrder | None = None) -> tuple[Any, list[Any]]:
+    """A scripted run's routing prompts, in the default prompt order unless `order`."""
     router = RecordingRouter(ScriptedRouter(script))
     machine = make_machine(router, limits=limits, clock=counting_clock(clock_start))
+    if order is not None:
+        machine.layout = PromptLayout(machine.tree, PromptStyle(order=order))
     state = machine.start("open a savings account", run_id=run_id)
     drive(machine, state, gate=lambda pending: not reject)
     return state, router.prompts
@@ -51,7 +56,8 @@ def recorded_run(script: list[Any], *, run_id: str = "run-1", limits: Limits | N
 
 def test_prompts_exact_for_a_small_run() -> None:
     state, prompts = recorded_run(["payments", "BACK", "accounts",
-                                   ("open_account", {"kind": "savings"}), "DONE", "DONE"])
+                                   ("open_account", {"kind": "savings"}), "DONE", "DONE"],
+                                  order=PromptOrder.REQUEST_FIRST)
     header = (Message("system", SYSTEM_TEXT),
               Message("user", "Request: open a savings account\n\n" + ROOT_MENU_TURN))
     a = Message("assistant", "accounts")
@@ -92,8 +98,9 @@ SCENARIO = [
 ]
 
 
-def test_prefix_discipline_over_a_multi_level_run() -> None:
-    state, prompts = recorded_run(SCENARIO)
+@pytest.mark.parametrize("order", list(PromptOrder))
+def test_prefix_discipline_over_a_multi_level_run(order: PromptOrder) -> None:
+    state, prompts = recorded_run(SCENARIO, order=order)
     assert state.status.value == "done"
     assert state.num_format_failures == 2
     assert check_prefix_discipline(state, prompts) == 3
@@ -186,7 +193,7 @@ def test_menu_first_shares_everything_before_the_request_across_requests() -> No
     assert "- payments:" in shared.content and "Oslo" not in shared.content
     assert first[0].messages[1] != second[0].messages[1]
     # request-first shares only the system text, and its root turn lists the options
-    _, old = recorded_run(["DONE"])
+    _, old = recorded_run(["DONE"], order=PromptOrder.REQUEST_FIRST)
     assert old[0].messages[0] == Message("system", SYSTEM_TEXT)
     assert "- payments:" in old[0].messages[1].content
 
@@ -204,3 +211,8 @@ def test_a_menu_turn_without_a_request_is_the_same_listing_in_both_orders() -> N
         assert old.menu_turn(node) == new.menu_turn(node)
     assert old.menu_turn(tree.root).content == ROOT_MENU_TURN
     assert new.shared_prefix() != old.shared_prefix()
+
+
+def test_menu_first_is_the_default_order() -> None:
+    assert PromptStyle().order is PromptOrder.MENU_FIRST
+    assert PromptLayout(bank_tree()).shared_prefix()[0].content.startswith(SYSTEM_TEXT + "\n\n")
