@@ -21,6 +21,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -146,12 +147,16 @@ def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per suite and order over the reported (non-warm-up) rows, plus the new/old ratios."""
+    """Per suite and order over the reported (non-warm-up) queries that both orders ran,
+    plus the new/old ratios."""
     out: dict[str, Any] = {}
     rows = [r for r in rows if "order" in r and "index" in r]  # not the warm-on-load lines
     for suite in dict.fromkeys(r["suite"] for r in rows):
         by_order: dict[str, Any] = {}
-        kept = [r for r in rows if r["suite"] == suite and not r["is_warmup"]]
+        mine_all = [r for r in rows if r["suite"] == suite and not r["is_warmup"]]
+        # Only queries both orders finished (a run stopped midway leaves one unpaired).
+        paired = {i for i, n in Counter(r["index"] for r in mine_all).items() if n == len(ORDERS)}
+        kept = [r for r in mine_all if r["index"] in paired]
         for order in ORDERS:
             mine = [r for r in kept if r["order"] == order.value]
             if not mine:
