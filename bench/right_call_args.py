@@ -52,6 +52,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--methods", default="generate,candidates",
+                        help="comma-separated: generate (the whole object under the schema, "
+                             "slow: its grammar compiles per leaf) and/or candidates")
     args = parser.parse_args()
     tree = load_catalog(args.catalog)
     rows = [json.loads(line) for line in Path(args.queries).read_text().splitlines() if line]
@@ -64,7 +67,8 @@ def main() -> None:
     # itself is never asked: the leaf is the gold one.
     machine = build_machine(tree, engine, options=RouterOptions(
         recovery=None, speculation=DraftSource.OFF))
-    methods = {"generate": _generate, "candidates": _candidates}
+    known = {"generate": _generate, "candidates": _candidates}
+    methods = {m: known[m] for m in args.methods.split(",")}
     results: list[dict[str, Any]] = []
     for row in picked:
         query = Query.from_record(row)
@@ -84,8 +88,15 @@ def main() -> None:
                          "wall_ms": round(wall_ms, 1), "params": counts.to_dict(),
                          "exact": arguments_equal(predicted, out["gold"], leaf.parameters)}
         results.append(out)
+        _write(args, engine, load_s, results, list(methods))
         print(json.dumps({k: out[k] for k in ("id",)} | {
             m: (out[m]["exact"], out[m]["model_calls"]) for m in methods}), flush=True)
+    print(json.dumps(_write(args, engine, load_s, results, list(methods)), indent=1))
+
+
+def _write(args: argparse.Namespace, engine: Engine, load_s: float,
+           results: list[dict[str, Any]], methods: list[str]) -> dict[str, Any]:
+    """Write the manifest and raw rows so far (a run cut off by its time box keeps them)."""
     summary: dict[str, Any] = {}
     for name in methods:
         counts = sum((ParamCounts(**r[name]["params"]) for r in results), ParamCounts())
@@ -102,15 +113,14 @@ def main() -> None:
     manifest = {"command": "python -m stackroute.bench.right_call_args " + " ".join(
         f"--{k} {v}" for k, v in vars(args).items() if v is not None),
         "commit": commit, "model": engine.info.model, "load_s": round(load_s, 1),
-        "machine": f"{platform.machine()} {platform.processor() or ''} 2-core shared VM, "
-                   "8 helpers busy beside it", "num_queries": len(results),
-        "summary": summary}
+        "machine": f"{platform.machine()} 2-core shared VM, 8 helpers busy beside it",
+        "num_queries": len(results), "summary": summary}
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"args-{Path(args.queries).stem}-{engine.info.model}"
+    stem = f"args-{Path(args.queries).stem}-{engine.info.model}-{'+'.join(methods)}"
     (out_dir / f"{stem}.json").write_text(json.dumps({**manifest, "results": results},
                                                      indent=1, ensure_ascii=False) + "\n")
-    print(json.dumps(manifest, indent=1))
+    return manifest
 
 
 if __name__ == "__main__":
