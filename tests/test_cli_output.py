@@ -70,7 +70,7 @@ def test_run_prints_the_route_as_a_tree_and_a_usage_table(bank: Path) -> None:
                                      "generated", "passes", "latency", "ms"]
     # 4 routing calls and one value choice (the payee; the amount is the request's only
     # number); 3.0 ms per call (the keyword engine)
-    assert lines[header + 2].split() == ["5", "815", "120", "695", "5", "5", "15.0"]
+    assert lines[header + 2].split() == ["5", "845", "120", "725", "5", "5", "15.0"]
     assert "{'model_calls'" not in result.stdout  # no Python dict any more
 
 
@@ -91,7 +91,7 @@ def test_run_json_is_unchanged(bank: Path) -> None:
     assert out["outcome"] == "done"
     assert out["calls"] == [{"path": "payments/send_money",
                              "arguments": {"payee": "Asha", "amount": 5}}]
-    assert out["usage"]["model_calls"] == 5 and out["usage"]["cached_tokens"] == 695
+    assert out["usage"]["model_calls"] == 5 and out["usage"]["cached_tokens"] == 725
 
 
 def test_route_prints_every_option_with_a_bar(bank: Path) -> None:
