@@ -199,8 +199,8 @@ def test_beam_picks_the_subtree_with_the_better_leaf() -> None:
     assert second["is_reused"]  # the beam explored this very prompt
     route_events = [e for e in state.trace if e.kind.value == "route"]
     assert route_events[0].usage is not None and route_events[0].usage["model_calls"] == 3
-    assert route_events[1].usage is not None and route_events[1].usage["model_calls"] == 1
-    # the leaf's arguments are the only call of the second step; the choice was free
+    assert route_events[1].usage is not None and route_events[1].usage["model_calls"] == 0
+    # the choice was free, and a leaf without parameters needs no arguments call
     # root and two descents; the two DONEs that unwind are the finish rule's, not the model's
     assert len(engine.routing_calls()) == 3
     assert [e.path for e in route_events if e.detail.get("finish")] == ["transfers", ""]
@@ -230,7 +230,7 @@ def test_fallback_routes_done_at_the_root_to_the_best_leaf() -> None:
     assert second["plan"]["reason"] == "fallback"
     event = [e for e in state.trace if e.kind.value == "route"][1]
     assert event.probabilities is None and event.usage is not None
-    assert event.usage["model_calls"] == 1  # the arguments only: the choice took no call
+    assert event.usage["model_calls"] == 0  # the choice took no call, nor do empty arguments
 
 
 def test_no_fallback_for_an_out_of_scope_request() -> None:
