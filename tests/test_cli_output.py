@@ -64,7 +64,7 @@ def test_run_prints_the_route_as_a_tree_and_a_usage_table(bank: Path) -> None:
         "└── DONE  p=0.80",
     ]
     assert lines[8] == "outcome done · 1 call · 0 format failures"
-    assert lines[9] == "routing policy plain · speculation routes"
+    assert lines[9] == "model keyword · routing policy plain · speculation routes"
     header = next(i for i, line in enumerate(lines) if "model calls" in line)
     assert lines[header].split() == ["model", "calls", "prompt", "prefilled", "cached",
                                      "generated", "passes", "latency", "ms"]

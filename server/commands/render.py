@@ -92,7 +92,9 @@ def run_report(out: Mapping[str, Any], trace: Sequence[TraceEvent]) -> Renderabl
                             (" · ", "dim"), f"{num_calls} call{'' if num_calls == 1 else 's'}",
                             (" · ", "dim"), f"{out['format_failures']} format failures")
     parts: list[RenderableType] = [route_tree(trace), summary,
-                                   Text.assemble(("routing ", "dim"), _routing(out["routing"]))]
+                                   Text.assemble(("model ", "dim"), str(out.get("model", "?")),
+                                                 (" · routing ", "dim"),
+                                                 _routing(out["routing"]))]
     pending = out.get("pending")
     if pending is not None:
         parts.append(Text.assemble(

@@ -143,7 +143,7 @@ def run(
     out = {"outcome": outcome,
            "calls": [{"path": c["path"], "arguments": c["arguments"]} for c in state.calls],
            "usage": state.usage.to_dict(), "format_failures": state.num_format_failures,
-           "routing": options.describe()}
+           "routing": options.describe(), "model": made.info.model}
     if state.status is RunStatus.PAUSED and state.pending is not None:
         out["pending"] = state.pending.to_dict()
     if as_json:
