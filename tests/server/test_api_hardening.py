@@ -154,9 +154,9 @@ def test_a_session_over_the_menu_limit_is_refused(tmp_path: Path) -> None:
 def test_a_session_whose_prompt_outgrows_the_limit_ends_with_the_limit(tmp_path: Path) -> None:
     from routing_app_kit import wait_status
 
-    # PlanEngine counts words: the root prompt (105) fits in 110, the payments menu's (156)
-    # does not.
-    settings = make_settings(tmp_path, max_prompt_tokens=110)
+    # PlanEngine counts words: the root prompt (111 with the menu-first order) fits in 130,
+    # the payments menu's (162) does not.
+    settings = make_settings(tmp_path, max_prompt_tokens=130)
     with TestClient(make_app(settings, PlanEngine(plan=["payments", "balance"]))) as c:
         catalog_id = upload(c)
         created = c.post("/v1/sessions", json={"catalog": catalog_id, "task": "My balance?"})
@@ -164,7 +164,7 @@ def test_a_session_whose_prompt_outgrows_the_limit_ends_with_the_limit(tmp_path:
         sid = created.json()["id"]
         assert wait_status(c, sid) == "error"
         session = c.get(f"/v1/sessions/{sid}").json()
-        assert "the routing prompt has" in session["error"] and "limit is 110" in session["error"]
+        assert "the routing prompt has" in session["error"] and "limit is 130" in session["error"]
         assert session["num_steps"] == 1  # the root call ran; the over-long one never did
 
 

@@ -311,8 +311,10 @@ def test_a_flat_session_runs_an_allowed_import_path_handler(tmp_path: Path) -> N
     settings = make_settings(tmp_path, allowed_handler_modules=["types"])
     with TestClient(make_app(settings, PlanEngine(plan=["send_money"]))) as client:
         catalog_id = upload(client, catalog)
-        flat = client.post("/v1/route", json={"catalog": catalog_id, "query": "x",
-                                              "flat": True}).json()
+        # The query holds the values: arguments are filled from the request's words (a
+        # request of one word is that word's single candidate for `payee`).
+        flat = client.post("/v1/route", json={"catalog": catalog_id,
+                                              "query": "Send 5 to Asha", "flat": True}).json()
         assert flat["menu"] == ["send_money", "balance", "weather", "DONE"]
         assert flat["arguments"] == {"payee": "Asha", "amount": 5}
         r = client.post("/v1/sessions", json={"catalog": catalog_id, "task": "Send 5 to Asha",
