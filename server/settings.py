@@ -114,7 +114,7 @@ class ServerSettings(BaseSettings):
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
         "under the guided policy) | all (every menu's neutral contrast too: one model call "
-        "per router) | off")
+        "per router) | off; it runs in the background: a load never waits for it")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         DEFAULT_DTYPE, description="transformers engine precision: auto is bfloat16 where the "
         "CPU multiplies it natively (AMX or AVX-512 BF16), else float32")

@@ -8,11 +8,18 @@ plus a content-free request), which both fills the router's contrast for the roo
 the header's KV in the engine's prefix cache (transformers: the radix tree; vLLM: its
 automatic prefix caching), so the first request prefills only its own text. `WarmScope.ALL`
 also computes every inner menu's contrast (one short call each, on top of the cached header).
+
+The warming runs in a background thread of its own: a catalog upload (`POST /v1/catalogs`)
+or a server start does not wait for model calls, and the warming's engine calls are not
+traced as part of the request that loaded the catalog (a fresh thread starts with an empty
+context: they are traces of their own). A request that arrives before the warming ends is
+served as without it; a warming that fails is logged, never raised into the load.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -56,11 +63,34 @@ class PrefixWarmer:
     def __init__(self, pool: RouterPool, *, scope: WarmScope = WarmScope.ROOT) -> None:
         self.pool = pool
         self.scope = scope
+        self._lock = threading.Lock()
+        self._running: list[threading.Thread] = []
 
     def prepare(self, tree: CapabilityTree) -> None:
+        """The pool's preparation now; the warming in the background (see the module)."""
         self.pool.prepare(tree)
-        if self.scope is not WarmScope.OFF:
+        if self.scope is WarmScope.OFF:
+            return
+        thread = threading.Thread(target=self._warm, args=(tree,), daemon=True,
+                                  name=f"warm-on-load {tree.name}")
+        with self._lock:
+            self._running = [t for t in self._running if t.is_alive()] + [thread]
+        thread.start()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait for the warmings started so far; True when none is still running."""
+        with self._lock:
+            running = list(self._running)
+        for thread in running:
+            thread.join(timeout_s)
+        return not any(t.is_alive() for t in running)
+
+    def _warm(self, tree: CapabilityTree) -> None:
+        try:
             warm_catalog(self.pool, tree, scope=self.scope)
+        except Exception as e:  # the catalog is loaded; only its first request is slower
+            log.warning("catalog %s: warm on load failed (%s: %s)", tree.name,
+                        type(e).__name__, e)
 
 
 def warm_catalog(pool: RouterPool, tree: CapabilityTree, *,
