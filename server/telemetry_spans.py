@@ -230,11 +230,25 @@ def routing_call_spans(tracer: Any, e: TraceEvent, *, model: str, system: str,
                            **_usage_attributes(arguments_usage)}
             if call.fallback is not None:
                 attributes["stackroute.arguments_fallback"] = call.fallback
+        attributes |= _value_choice_attributes(detail.get("value_choices") or ())
         arguments = tracer.start_span(f"chat {model}", context=parent,
                                       start_time=_ns(end_s - arguments_s),
                                       attributes=attributes)
         arguments.end(end_time=_ns(end_s))
     return tokens
+
+
+def _value_choice_attributes(choices: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How the leaf's values were filled (`arguments/filling.py`): each property's source as
+    `name=source` (single, model, fallback, omitted, unsupported), and how many took a model
+    choice. The values themselves stay out of the span (they are the caller's data)."""
+    if not choices:
+        return {"stackroute.arguments.num_values": 0}
+    return {"stackroute.arguments.num_values": len(choices),
+            "stackroute.arguments.value_sources": [f"{c.get('name')}={c.get('source')}"
+                                                   for c in choices],
+            "stackroute.arguments.model_choices": sum(c.get("source") == "model"
+                                                      for c in choices)}
 
 
 def _usage_attributes(usage: Mapping[str, Any],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stackroute.runtime.decision import ArgumentsCall, Decision
@@ -25,6 +25,8 @@ class GeneratedArguments:
     generation: Generation  # the generation kept
     usage: Usage  # what every attempt cost together
     fallback: str | None = None  # e.g. "required_only": the first attempt ran out of tokens
+    # how each property got its value (`ValueChoice.to_dict()`: name, source, candidates...)
+    value_choices: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
 
 def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
@@ -36,7 +38,8 @@ def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
                     arguments_call=ArgumentsCall(usage=usage,
                                                  finish_reason=generation.finish_reason,
                                                  fallback=generated.fallback),
-                    detail=step.detail)
+                    detail={**step.detail, "value_choices": list(generated.value_choices)}
+                    if generated.value_choices else step.detail)
 
 
 def json_object(text: str) -> dict[str, Any] | None:

@@ -150,7 +150,8 @@ class EngineRouter:
                                 ).fill(request, leaf)
         generation = Generation(text=filled.text, finish_reason=filled.finish_reason,
                                 usage=filled.usage)
-        return GeneratedArguments(generation, filled.usage, filled.fallback)
+        return GeneratedArguments(generation, filled.usage, filled.fallback,
+                                  tuple(c.to_dict() for c in filled.choices))
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,

@@ -133,9 +133,11 @@ def test_a_session_is_a_tree_of_spans_under_the_callers_trace(
     (arguments,) = [s for s in spans if s.attributes.get("stackroute.call") == "arguments"]
     assert parent(arguments) is frames["payments"]
     assert arguments.attributes["gen_ai.tool.name"] == "balance"
-    # the argument generation's own tokens (PlanEngine: its text's words, no prompt count)
-    assert arguments.attributes["gen_ai.usage.output_tokens"] == 1  # "{}"
-    assert arguments.attributes["stackroute.model_calls"] == 1
+    # balance has no parameters: its arguments are filled with no model call (value filling,
+    # routing/arguments), so the arguments span carries no tokens and no values
+    assert arguments.attributes["gen_ai.usage.output_tokens"] == 0
+    assert arguments.attributes["stackroute.model_calls"] == 0
+    assert arguments.attributes["stackroute.arguments.num_values"] == 0
     (balance,) = [s for s in routing if s.attributes["stackroute.choice"] == "balance"]
     assert balance.attributes["gen_ai.usage.output_tokens"] == 1  # its menu answer only
     (tool,) = [s for s in spans if s.name.startswith("execute_tool")]
@@ -474,3 +476,24 @@ def test_without_the_arguments_usage_every_token_stays_on_the_routing_span() -> 
     assert routing.attributes["gen_ai.usage.input_tokens"] == 120
     assert routing.attributes["gen_ai.usage.output_tokens"] == 14
     assert "gen_ai.usage.input_tokens" not in arguments.attributes  # unknown, not zero
+
+
+def test_the_arguments_span_says_how_each_value_was_filled() -> None:
+    """Value filling (routing/arguments) records each property's source in the decision's
+    detail; the arguments span names them, counts the model's value choices, and leaves the
+    values (the caller's data) out."""
+    exporter = InMemorySpanExporter()
+    choices = [{"name": "account", "source": "model", "num_candidates": 3, "value": "a",
+                "probability": 0.7},
+               {"name": "note", "source": "omitted", "num_candidates": 0}]
+    routing_call_spans(Telemetry.with_exporter(exporter).tracer, route_event(
+        {"value_choices": choices}, ArgumentsCall(usage=Usage(model_calls=1, generated_tokens=1),
+                                                  finish_reason="stop")),
+        model="m", system="s")
+    routing, arguments = exporter.get_finished_spans()
+    assert arguments.attributes["stackroute.arguments.num_values"] == 2
+    assert list(arguments.attributes["stackroute.arguments.value_sources"]) == [
+        "account=model", "note=omitted"]
+    assert arguments.attributes["stackroute.arguments.model_choices"] == 1
+    assert "a" not in [str(v) for v in arguments.attributes.values()]
+    assert "stackroute.arguments.num_values" not in routing.attributes
