@@ -62,7 +62,8 @@ def header_of(names: list[str]) -> dict[str, str]:
     if not names:
         return {}
     shown = [_UNSAFE.sub("?", name)[:MAX_NAME_CHARS] for name in names[:MAX_NAMES]]
-    more = f", … ({len(names) - MAX_NAMES} more)" if len(names) > MAX_NAMES else ""
+    # ASCII only: a header value must encode as latin-1 (a "…" here was a 500)
+    more = f", ... ({len(names) - MAX_NAMES} more)" if len(names) > MAX_NAMES else ""
     return {IGNORED_FIELDS_HEADER: ", ".join(shown) + more}
 
 
