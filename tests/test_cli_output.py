@@ -87,7 +87,9 @@ def test_run_json_is_unchanged(bank: Path) -> None:
                                  "--json", *ENGINE])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)  # one JSON object, nothing else on stdout
-    assert set(out) == {"outcome", "calls", "usage", "format_failures", "routing"}
+    # the contract's keys, plus what was added since: the routing used and the model
+    assert set(out) == {"outcome", "calls", "usage", "format_failures", "routing", "model"}
+    assert out["model"] == "keyword"
     assert out["outcome"] == "done"
     assert out["calls"] == [{"path": "payments/send_money",
                              "arguments": {"payee": "Asha", "amount": 5}}]

@@ -57,7 +57,9 @@ def test_route_json_records_the_policy(embedded_model_dir: Path) -> None:
                                  "--policy", "plain"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["routing"] == {"policy": "plain", "calibration": None, "speculation": "off",
+    # `route` goes through the same route call as /v1/route, so it reports the product's
+    # speculation default (routes), as /v1/route does (it re-implemented routing with it off)
+    assert out["routing"] == {"policy": "plain", "calibration": None, "speculation": "routes",
                               "unwinding": "off"}
     assert set(out["probabilities"]) == {"payments", "accounts", "cards", "DONE"}
 
