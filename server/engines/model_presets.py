@@ -13,19 +13,18 @@ refused with what was expected and what arrived, and never loaded.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from stackroute.runtime.errors import InputError
+from stackroute.server.engines.file_lock import file_lock
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +108,7 @@ def assemble(model: PiecedModel, cache_dir: Path,
     not the expected size and SHA-256."""
     target = assembled_path(model, cache_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         if _is_verified(model, target):
             return target
         pieces = [locate(model, n) for n in range(1, model.num_pieces + 1)]
@@ -169,11 +168,3 @@ def _write_verified(model: PiecedModel, target: Path) -> None:
     target.with_name(target.name + _VERIFIED_SUFFIX).write_text(json.dumps(record))
 
 
-@contextlib.contextmanager
-def _file_lock(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -13,8 +13,6 @@ is rebuilt.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -23,13 +21,13 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.server.engines.cpu_dtype import resolve_dtype
+from stackroute.server.engines.file_lock import file_lock
 from stackroute.server.engines.model_presets import (
     EMBEDDED_PRESET,
     PRESET_NAMES,
@@ -164,7 +162,7 @@ def resolve_model(path: str | None, *, cache_dir: Path | None = None) -> Path:
 
 def _ensure_converted(gguf_path: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         # Checked under the lock: a converter that held it before us may have just finished.
         problem = verify_manifest(target) if target.exists() else "missing"
         if problem is None:
@@ -198,16 +196,6 @@ def _make_shareable(model_dir: Path) -> None:
     model_dir.chmod(0o755)
     for entry in model_dir.iterdir():
         entry.chmod(0o644)
-
-
-@contextlib.contextmanager
-def _file_lock(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
