@@ -13,7 +13,7 @@ Tree shape (services, and household as far as its pool allows): every router has
 follow `balanced_widths`, so depth = ceil(log4 N): 16 -> 2, 32 and 64 -> 3, 128 and 256 -> 4
 (the paper's 128 tools took 4 routing calls), 512 -> 5.
 
-The words themselves (taxonomies, operations, bills) live in `taxonomies.py`.
+The words themselves (taxonomies, operations, bills) live in `taxonomies.py` and `bills.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stackroute.bench.bills import (
+    DEPARTMENTS,
+    LIFE_DOMAINS,
+    MONEY_ACTIONS,
+    Bill,
+    BillCategory,
+    LifeDomain,
+    MoneyAction,
+    money_param,
+)
 from stackroute.bench.catalogs import (
     CHATTER,
     MENTIONS,
@@ -45,18 +55,10 @@ from stackroute.bench.catalogs import (
     shared_words,
 )
 from stackroute.bench.taxonomies import (
-    DEPARTMENTS,
-    LIFE_DOMAINS,
-    MONEY_ACTIONS,
     SERVICE_OPS,
     SERVICES,
-    Bill,
-    BillCategory,
-    LifeDomain,
-    MoneyAction,
     ServiceOp,
     Topic,
-    money_param,
     service_params,
 )
 
