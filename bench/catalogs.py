@@ -1,5 +1,5 @@
 """Building blocks of the synthetic benchmark catalogs: seeded randomness, argument parameters
-and their schema text, the tree assembled from placed leaves, its flat twin, and word banks.
+and their schema text, the tree assembled from placed leaves, its flat twin (word banks: `word_banks.py`).
 
 Everything here is deterministic given a `random.Random`; nothing uses `hash()` (randomised per
 process) or iterates over a set, so the same seed writes the same bytes on every machine.
@@ -373,114 +373,9 @@ def balanced_widths(count: int, *, max_branching: int) -> tuple[int, ...]:
     return tuple(widths)
 
 
-def plural(noun: str) -> str:
-    """English plural of a noun phrase (its last word).
-
-    >>> plural("waiting list entry"), plural("boarding pass"), plural("payslip")
-    ('waiting list entries', 'boarding passes', 'payslips')
-    """
-    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
-        return noun[:-1] + "ies"
-    if noun.endswith(("s", "x", "ch", "sh")):
-        return noun + "es"
-    return noun + "s"
-
-
-def join_words(words: Sequence[str], last: str = "and") -> str:
-    """Words joined as a list in prose.
-
-    >>> join_words(["look up", "list", "cancel"], "or")
-    'look up, list or cancel'
-    """
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
-
-
-def id_prefix(name: str) -> str:
-    """Upper-case letters that start an identifier, e.g. FLB for flight_booking."""
-    parts = name.split("_")
-    return (parts[0][: max(1, 4 - len(parts))] + "".join(p[0] for p in parts[1:])).upper()
-
-
-def shared_words(descriptions: Sequence[str]) -> list[str]:
-    """Content words that occur in more than one of `descriptions`, sorted.
-
-    >>> shared_words(["Pay bills now.", "Bills and charges.", "Music."])
-    ['bills']
-    """
-    seen: dict[str, int] = {}
-    for text in descriptions:
-        for word in dict.fromkeys(content_words(text)):
-            seen[word] = seen.get(word, 0) + 1
-    return sorted(w for w, n in seen.items() if n > 1)
-
-
-# -- word banks ---------------------------------------------------------------------------
-
 PEOPLE: tuple[str, ...] = (
     "Asha Rao", "Ben Okafor", "Chen Wei", "Dana Silva", "Elif Yilmaz", "Farah Haddad",
     "Gustavo Lima", "Hana Sato", "Ivan Petrov", "Jonas Berg", "Kemi Adeyemi", "Lucia Romero",
     "Mateo Cruz", "Nadia Karimi", "Omar Said", "Priya Nair", "Quinn Murphy", "Rosa Alvarez",
     "Sven Larsen", "Tara Singh",
-)
-
-OUT_OF_SCOPE_QUERIES: tuple[str, ...] = (
-    "Write a short poem about the sea at night.",
-    "What is the capital of Australia?",
-    "Tell me a joke about penguins.",
-    "How many minutes should I boil an egg for a runny yolk?",
-    "Translate 'good morning' into Japanese.",
-    "Explain how rainbows form.",
-    "Suggest a name for my new puppy.",
-    "What rhymes with orange?",
-    "Summarise the plot of Hamlet in two sentences.",
-    "Give me a ten minute stretching routine.",
-    "How do I get red wine out of a carpet?",
-    "In what year did the Berlin Wall fall?",
-    "Convert 30 degrees Celsius to Fahrenheit.",
-    "Help me pick a theme for a seven year old's birthday party.",
-    "Why is the sky blue?",
-    "Recommend a good board game for four players.",
-)
-
-SENTENCE_FORMS: tuple[str, ...] = (
-    "{C}.", "Please {c}.", "Could you {c}?", "I need you to {c}.", "Hi, {c}, thanks.",
-)
-
-
-def as_sentence(clause: str, rng: random.Random) -> str:
-    """A request sentence around a lower-case imperative clause."""
-    form = rng.choice(SENTENCE_FORMS)
-    return form.format(c=clause, C=clause[:1].upper() + clause[1:])
-
-
-def out_of_scope_queries(count: int, rng: random.Random) -> list[str]:
-    """`count` distinct requests that no capability serves."""
-    if count > len(OUT_OF_SCOPE_QUERIES):
-        raise ValueError(f"at most {len(OUT_OF_SCOPE_QUERIES)} out-of-scope queries")
-    return rng.sample(OUT_OF_SCOPE_QUERIES, count)
-
-
-# Distractors of the noisy-two-step suite: chatter, and mentions of other capabilities'
-# objects that ask for nothing.
-CHATTER: tuple[str, ...] = (
-    "Sorry if this is messy, I'm typing on my phone.",
-    "It has been raining here all week.",
-    "My coffee went cold while I was writing this.",
-    "The office wifi keeps dropping today.",
-    "I'm in a bit of a rush, so thanks in advance.",
-    "Our team lunch got moved to Thursday.",
-)
-MENTIONS: tuple[str, ...] = (
-    "My brother spent the whole weekend complaining about his {noun}.",
-    "I read an article about {plural} on the train, interesting but not urgent.",
-    "No need to touch any {plural} today, by the way.",
-    "A colleague asked me about {plural} yesterday; I'll deal with that myself.",
-    "Last month I finally sorted out my {noun}, what a relief.",
-)
-# Two lower-case clauses as one or two sentences, first step first.
-TWO_STEP_FORMS: tuple[tuple[str, ...], ...] = (
-    ("First, {c1}.", "Then {c2}."),
-    ("{C1}, and after that {c2}.",),
-    ("{C1}.", "When that is done, {c2}."),
-    ("Two things: {c1}, then {c2}.",),
 )

@@ -34,25 +34,17 @@ from stackroute.bench.bills import (
     money_param,
 )
 from stackroute.bench.catalogs import (
-    CHATTER,
-    MENTIONS,
-    TWO_STEP_FORMS,
     JsonObject,
     LeafSpec,
     Param,
     PlacedLeaf,
     QueryRecord,
     RouterSpec,
-    as_sentence,
     balanced_widths,
     build_parameters,
     build_tree,
     derive_rng,
-    join_words,
-    out_of_scope_queries,
-    plural,
     sample_args,
-    shared_words,
 )
 from stackroute.bench.taxonomies import (
     SERVICE_OPS,
@@ -60,6 +52,16 @@ from stackroute.bench.taxonomies import (
     ServiceOp,
     Topic,
     service_params,
+)
+from stackroute.bench.word_banks import (
+    CHATTER,
+    MENTIONS,
+    TWO_STEP_FORMS,
+    as_sentence,
+    join_words,
+    out_of_scope_queries,
+    plural,
+    shared_words,
 )
 
 MAX_BRANCHING = 4

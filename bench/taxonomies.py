@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stackroute.bench.catalogs import Param, ParamKind, id_prefix, plural
+from stackroute.bench.catalogs import Param, ParamKind
+from stackroute.bench.word_banks import id_prefix, plural
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,17 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 from stackroute.bench.catalogs import (
-    CHATTER,
     SCHEMA_MAX_CHARS,
     SCHEMA_MIN_CHARS,
     balanced_widths,
     content_words,
     is_valid_name,
     iter_leaves,
-    plural,
-    shared_words,
     to_flat_path,
 )
 from stackroute.bench.generate import SUITES, GeneratedSuite, generate_suite, write_suite
 from stackroute.bench.suites import DEPARTMENTS, LIFE_DOMAINS, household_leaves
+from stackroute.bench.word_banks import CHATTER, plural, shared_words
 
 CASES = [(suite, n) for suite, spec in SUITES.items() for n in spec.sizes]
 SMALLEST = [(suite, spec.sizes[0]) for suite, spec in SUITES.items()]
