@@ -1,5 +1,6 @@
 """Building blocks of the synthetic benchmark catalogs: seeded randomness, argument parameters
-and their schema text, the tree assembled from placed leaves, its flat twin (word banks: `word_banks.py`).
+and their schema text, the tree assembled from placed leaves and its flat twin (word banks:
+`word_banks.py`).
 
 Everything here is deterministic given a `random.Random`; nothing uses `hash()` (randomised per
 process) or iterates over a set, so the same seed writes the same bytes on every machine.
