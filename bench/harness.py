@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +20,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from stackroute.bench.aggregate import item_metrics, summarize_group
+from stackroute.bench.aggregate import item_metrics
 from stackroute.bench.environment import environment
 from stackroute.bench.generate import GENERATOR_VERSION
 from stackroute.bench.gold import (
-    CallRecord,
     GoldRouteError,
     GoldRouter,
     OverBudgetError,
@@ -34,6 +32,13 @@ from stackroute.bench.gold import (
 from stackroute.bench.layouts import JsonProtocolLayout, VolatileFirstLayout
 from stackroute.bench.policies import ConstrainedPolicy, JsonProtocolPolicy, RoutingPolicy
 from stackroute.bench.scenarios import SCENARIOS, Group, ScenarioOptions
+from stackroute.bench.suite_records import (
+    append_record,
+    build_summary,
+    latest_records,
+    read_records,
+    write_json,
+)
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import LocalExecutor
@@ -192,22 +197,22 @@ def run_suite(suite: str, options: BenchOptions, *, pool: EnginePool | None = No
                 invocation["environment"] = environment()
                 config.setdefault("engine_info", dataclasses.asdict(engine.info))
                 config.setdefault("invocations", []).append(invocation)
-                _write_json(out_dir / CONFIG_FILE, config)  # a killed run keeps its provenance
+                write_json(out_dir / CONFIG_FILE, config)  # a killed run keeps its provenance
             runner = _GroupRunner(group, engine, pool, budget=options.prompt_budget)
             for query in queries:
                 progress.update(task, description=f"{suite} {group.name}")
                 record = runner.run(query)
                 record["suite"] = suite
-                _append(items_path, record)
+                append_record(items_path, record)
                 num_ran += 1
                 invocation["num_ran"] = num_ran
                 progress.advance(task)
     invocation["duration_s"] = round(time.time() - started, 1)
-    _write_json(out_dir / CONFIG_FILE, config)
+    write_json(out_dir / CONFIG_FILE, config)
     selected = {item_key(g, q) for g in groups for q in g.queries}  # this command's items
     records = [r for r in latest_records(read_records(items_path)) if r["key"] in selected]
     summary = build_summary(suite, scenario.summary, records, groups, config, options)
-    _write_json(out_dir / SUMMARY_FILE, summary)
+    write_json(out_dir / SUMMARY_FILE, summary)
     paths = {"items": items_path, "summary": out_dir / SUMMARY_FILE,
              "report": write_report([summary], out_dir / REPORT_FILE)}
     paths.update(write_plots([summary], out_dir / "plots"))
@@ -330,74 +335,6 @@ def _compile_ms(engine: Engine) -> float:
     return float(m.get("menu_compile_ms", 0.0)) + float(m.get("grammar_compile_ms", 0.0))
 
 
-def build_summary(suite: str, description: str, records: Sequence[dict[str, Any]],
-                  groups: Sequence[Group], config: dict[str, Any], options: BenchOptions,
-                  ) -> dict[str, Any]:
-    """The summary of a suite: provenance, then one row per group (in suite order).
-
-    Provenance (command, hardware, versions, commit) is that of the last invocation that ran
-    items; every invocation is listed, since a resumed run may span several."""
-    by_group: dict[str, list[dict[str, Any]]] = {}
-    for r in records:  # metrics are recomputed from the calls, so old files read like new
-        calls = [CallRecord.from_dict(c) for c in r["calls"]]
-        r = {**r, "metrics": item_metrics(calls, num_gold=len(r["gold"]))}
-        by_group.setdefault(r["key"].rsplit("/", 1)[0], []).append(r)
-    rows = []
-    for g in groups:
-        rows.append({"group": g.name, "num_leaves": g.num_leaves, **g.variant.to_dict(),
-                     "description_chars_max": g.style.max_description_chars,
-                     **summarize_group(by_group.get(g.name, []))})
-    info = config.get("engine_info", {})
-    invocations = config.get("invocations", [])
-    last: dict[str, Any] = invocations[-1] if invocations else {
-        "command": options.command, "environment": environment()}
-    return {
-        "suite": suite,
-        "description": description,
-        "engine": info.get("engine", options.engine),
-        "model": info.get("model", options.model),
-        "max_context_tokens": info.get("max_context_tokens"),
-        "dtype": info.get("dtype"),
-        "seed": options.seed,
-        "is_smoke": options.is_smoke,
-        "limit": options.limit,
-        "max_prompt_tokens": options.prompt_budget,
-        "generator_version": GENERATOR_VERSION,
-        "command": last["command"],
-        **last["environment"],
-        "invocations": [{k: v for k, v in i.items() if k != "environment"}
-                        | {"load_average_1m": i["environment"]["hardware"]["load_average_1m"]}
-                        for i in invocations],
-        "num_items": len(records),
-        "num_errors": sum(r["status"] == "error" for r in records),
-        "items_wall_s": round(sum(float(r.get("wall_ms", 0.0)) for r in records) / 1e3, 1),
-        "groups": rows,
-    }
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every record of a JSONL file (none if it does not exist); a torn last line (a run
-    killed mid-write) is ignored."""
-    if not path.exists():
-        return []
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                log.warning("%s: ignoring an unreadable line (a run stopped mid-write?)", path)
-    return records
-
-
-def latest_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last record of each key (a retried item replaces its failed attempt)."""
-    latest: dict[str, dict[str, Any]] = {}
-    for r in records:
-        latest[r["key"]] = r
-    return list(latest.values())
-
-
 def _iso(unix_s: float) -> str:
     return dt.datetime.fromtimestamp(unix_s, dt.UTC).isoformat(timespec="seconds")
 
@@ -409,7 +346,7 @@ def _check_config(out_dir: Path, suite: str, options: BenchOptions) -> dict[str,
               "generator_version": GENERATOR_VERSION}
     path = out_dir / CONFIG_FILE
     if not path.exists():
-        _write_json(path, wanted)
+        write_json(path, wanted)
         return wanted
     existing: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     diff = {k: (existing.get(k), wanted[k]) for k in CONFIG_KEYS if existing.get(k) != wanted[k]}
@@ -446,18 +383,3 @@ def _progress(console: Console | None) -> Progress:
     from stackroute.server.commands.progress import new_progress
 
     return new_progress(console)
-
-
-def _append(path: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, ensure_ascii=False) + "\n"
-    if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as f:  # after a torn last line (a killed run): a fresh line
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                line = "\n" + line
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
