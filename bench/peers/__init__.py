@@ -1,0 +1,1 @@
+"""Our engine beside peer constrained-decoding stacks on the same calls."""

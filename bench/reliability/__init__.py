@@ -1,0 +1,1 @@
+"""Reliability: chaos, crash, fuzz, load, multi-instance, store throughput, PostgreSQL cluster."""

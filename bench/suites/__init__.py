@@ -1,0 +1,1 @@
+"""The suite harness: run, records, report, aggregate, gold and scoring."""

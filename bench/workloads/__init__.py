@@ -1,0 +1,1 @@
+"""Workload generators, catalogs, datasets and the suites' data."""
