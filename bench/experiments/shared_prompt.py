@@ -33,7 +33,7 @@ from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.routing.prefix_warming import WarmScope, warm_catalog
 from stackroute.server.tools.evaluate import Query, read_queries, run_query, score
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEAL_DIR = ROOT.parent / "shared" / "data" / "seal-tools"
 SUITE_NAMES = ("seal-test", "seal-dev", "cache-128", "bank", "overlap-32", "clean-32")
 ORDERS = (PromptOrder.REQUEST_FIRST, PromptOrder.MENU_FIRST)
