@@ -1,0 +1,274 @@
+"""Requests no tool serves: does the router make no call, and what does the check cost on
+in-scope requests (issue 25 item 2)?
+
+    stackroute bench out-of-scope --split dev --fit     # fit the check, write the calibration
+    stackroute bench out-of-scope --split test          # the rows side by side
+        [--model M] [--engine E] [--out DIR] [--smoke] [--no-seal] [--limit N]
+
+The suite is `bench/workloads/out_of_scope.py` (Seal-Tools requests with their tools removed,
+chit-chat, other-domain and the overlap suites' out-of-scope requests, beside in-scope ones).
+Rows, per split and group, in one process, query by query:
+- `router`: the product's guided router without the check (`--no-abstain`);
+- `router+abstain`: the same with the check the model's calibration holds (`--abstain`);
+- `evidence alone`: the evidence's best leaf, called when it scores at least the
+  calibration's `out_of_scope_score` (no model).
+Columns: out-of-scope -> no call, tool hallucination (calls made when none should be),
+in-scope routing success, model calls, p50/p95 request wall time.
+
+`--fit` (dev only) runs a probe instead: the router with a check that always stops at the
+first leaf and records its features (so no arguments are generated), fits the check on them
+(`server/tools/abstention_fit.py`) and writes it into the model's calibration file; the dev
+rows it reports are the fitted check replayed on the probe's features (said so in the JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from stackroute.bench.environment import engine_environment, git_state
+from stackroute.bench.workloads.out_of_scope import OUT_OF_SCOPE_TAG, GroupSplit, build_suite
+from stackroute.runtime.catalog import build_tree
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import PromptStyle
+from stackroute.runtime.state import RunState
+from stackroute.server.routing.abstention import (
+    AbstentionFeatures,
+    AbstentionOptions,
+    read_abstention,
+    write_abstention,
+)
+from stackroute.server.routing.calibration import calibration_file, router_options
+from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.router import build_machine, default_embedder, evidence_for_tree
+from stackroute.server.tools.abstention_fit import Label, Sample, fit_abstention
+from stackroute.server.tools.evaluate import Query, run_query, score
+
+log = logging.getLogger(__name__)
+ROWS = ("router", "router+abstain")
+PROBE = "probe"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="stackroute bench out-of-scope", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--split", choices=("dev", "test"), default="test")
+    p.add_argument("--fit", action="store_true", help="dev: fit the check and write it")
+    p.add_argument("--model", default=None)
+    p.add_argument("--engine", default="transformers")
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--calibration-out", type=Path, default=None,
+                   help="--fit writes here (default: the model's shipped calibration file; "
+                        "with --smoke, the out folder)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-removed", type=int, default=16)
+    p.add_argument("--num-seal-in-scope", type=int, default=8)
+    p.add_argument("--num-household", type=int, default=10)
+    p.add_argument("--num-chatter", type=int, default=12)
+    p.add_argument("--no-seal", action="store_true", help="skip the Seal-Tools group")
+    p.add_argument("--limit", type=int, default=None, help="queries per group at most")
+    p.add_argument("--max-call-loss", type=float, default=0.0,
+                   help="--fit: in-scope successes the check may stop on dev (fraction)")
+    p.add_argument("--smoke", action="store_true", help="a few household queries only")
+    args = p.parse_args(argv)
+    if args.fit and args.split != "dev":
+        p.error("--fit fits on dev only (--split dev)")
+    if args.smoke:
+        args.no_seal, args.num_household, args.num_chatter = True, 2, 2
+        args.limit = args.limit or 4
+    return args
+
+
+def first_verdict(state: RunState) -> dict[str, Any] | None:
+    """The check's record at the run's first leaf (None: the run never reached one)."""
+    for event in state.trace:
+        record = event.detail.get("abstention") if event.kind.value == "route" else None
+        if isinstance(record, dict) and "features" in record:
+            return record
+    return None
+
+
+def evidence_alone(evidence: Any, query: Query, threshold: float) -> tuple[str, ...]:
+    best, value = evidence.for_request(query.query).best()
+    report = evidence.index.report_paths[evidence.index.paths.index(best)]
+    return (report,) if value >= threshold else ()
+
+
+def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, RouterOptions],
+              threshold: float, limit: int | None, sink: Any) -> list[dict[str, Any]]:
+    tree = build_tree(group.catalog)
+    style = PromptStyle(max_description_chars=group.description_chars) \
+        if group.description_chars else None
+    evidence = evidence_for_tree(tree, embedder)
+    machines = {r: build_machine(tree, engine, options=o, evidence=evidence, style=style)
+                for r, o in rows.items()}
+    records = []
+    for n, raw in enumerate(group.queries[:limit]):
+        query = Query.from_record(raw)
+        alone = evidence_alone(evidence, query, threshold)
+        records.append(_record(group, "evidence alone", query, alone, {}, 0.0, None))
+        for row, machine in machines.items():
+            started = time.perf_counter()
+            try:
+                state = run_query(machine, query)
+            except InputError as e:
+                log.warning("%s %s: %s", row, query.id, e)
+                records.append(_record(group, row, query, (), {}, 0.0, None, error=str(e)))
+                continue
+            wall_ms = (time.perf_counter() - started) * 1000
+            result = score(tree, query, state, wall_ms=wall_ms)
+            records.append(_record(group, row, query, result.called, result.usage, wall_ms,
+                                   first_verdict(state)))
+        for r in records[-len(machines) - 1:]:
+            sink.write(json.dumps(r) + "\n")
+        sink.flush()
+        log.info("%s %d/%d %s: %s", group.group.value, n + 1, len(group.queries[:limit]),
+                 query.id, " ".join(f"{r['row']}={r['called']}" for r in
+                                    records[-len(machines) - 1:]))
+    return records
+
+
+def _record(group: GroupSplit, row: str, query: Query, called: Sequence[str],
+            usage: dict[str, Any], wall_ms: float, verdict: dict[str, Any] | None,
+            error: str | None = None) -> dict[str, Any]:
+    return {"group": group.group.value, "row": row, "id": query.id, "query": query.query,
+            "tags": list(query.tags), "gold": list(query.gold), "called": list(called),
+            "success": tuple(called) == query.gold, "model_calls": usage.get("model_calls", 0),
+            "wall_ms": round(wall_ms, 1), "verdict": verdict, "error": error}
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    oos = [r for r in records if OUT_OF_SCOPE_TAG in r["tags"]]
+    ins = [r for r in records if OUT_OF_SCOPE_TAG not in r["tags"]]
+    walls = sorted(r["wall_ms"] for r in records)
+    calls = [r["model_calls"] for r in records]
+    no_call = sum(not r["called"] for r in oos) / len(oos) if oos else None
+    return {"num_out_of_scope": len(oos), "num_in_scope": len(ins),
+            "out_of_scope_no_call": no_call,
+            "tool_hallucination": None if no_call is None else 1 - no_call,
+            "in_scope_success": sum(r["success"] for r in ins) / len(ins) if ins else None,
+            "model_calls_mean": statistics.fmean(calls) if calls else 0.0,
+            "model_calls_p50": statistics.median(calls) if calls else 0.0,
+            "wall_ms_p50": _quantile(walls, 0.5), "wall_ms_p95": _quantile(walls, 0.95),
+            "errors": sum(r["error"] is not None for r in records)}
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] \
+        if ordered else 0.0
+
+
+def table(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rows summarised overall and per group."""
+    out: dict[str, Any] = {}
+    for row in dict.fromkeys(r["row"] for r in records):
+        mine = [r for r in records if r["row"] == row]
+        out[row] = {"all": summarize(mine), **{
+            g: summarize([r for r in mine if r["group"] == g])
+            for g in dict.fromkeys(r["group"] for r in mine)}}
+    return out
+
+
+def samples(records: Sequence[dict[str, Any]]) -> list[Sample]:
+    """The probe's first-leaf features, labelled (abstention_fit.Label)."""
+    out = []
+    for r in records:
+        if r["row"] != PROBE or r["verdict"] is None:
+            continue
+        features = AbstentionFeatures(**r["verdict"]["features"])
+        if OUT_OF_SCOPE_TAG in r["tags"]:
+            label = Label.ABSTAIN
+        elif r["gold"] and r["verdict"]["leaf"] == r["gold"][0]:
+            label = Label.CALL
+        else:
+            label = Label.EITHER
+        out.append(Sample(features, label))
+    return out
+
+
+def replay(records: Sequence[dict[str, Any]], options: AbstentionOptions) -> dict[str, Any]:
+    """The probe's dev rows without and with the fitted check (replayed on its features):
+    a probe run's first leaf is what the router would call."""
+    probe = [r for r in records if r["row"] == PROBE]
+    rows: list[dict[str, Any]] = []
+    for r in probe:
+        leaf = [r["verdict"]["leaf"]] if r["verdict"] else []
+        stops = bool(leaf) and options.abstains(AbstentionFeatures(**r["verdict"]["features"]))
+        for row, called in (("router (first leaf)", leaf),
+                            ("router+abstain (replayed)", [] if stops else leaf)):
+            rows.append({**r, "row": row, "called": called,
+                         "success": tuple(called) == tuple(r["gold"])})
+    return table(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    from stackroute.server.engines.registry import create_engine
+
+    git = git_state()
+    out = args.out or Path("bench/out/out-of-scope") / args.split
+    out.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(args.engine, model=args.model)
+    model = engine.info.model
+    base = router_options(model, abstain=False)
+    if base.recovery is None:
+        raise SystemExit(f"no calibration for {model}: the check needs the guided policy")
+    rows: dict[str, RouterOptions]
+    if args.fit:
+        probe = AbstentionOptions(threshold=math.inf)  # always stop: record, no arguments
+        rows = {PROBE: replace(base, abstention=probe)}
+    else:
+        fitted = router_options(model, abstain=True).abstention
+        if fitted is None:
+            raise SystemExit(f"the calibration for {model} has no abstention check: run "
+                             "--split dev --fit first")
+        rows = {ROWS[0]: base, ROWS[1]: replace(base, abstention=fitted)}
+    suite = build_suite(args.split, seed=args.seed,
+                        num_removed=0 if args.no_seal else args.num_removed,
+                        num_seal_in_scope=0 if args.no_seal else args.num_seal_in_scope,
+                        num_household=args.num_household, num_chatter=args.num_chatter)
+    embedder = default_embedder()
+    threshold = base.recovery.out_of_scope_score
+    started = time.time()
+    records: list[dict[str, Any]] = []
+    with open(out / "queries.jsonl", "w", encoding="utf-8") as sink:
+        for group in suite.groups:
+            records += run_group(engine, embedder, group, rows, threshold, args.limit, sink)
+    result: dict[str, Any] = {
+        "split": args.split, "seed": args.seed, "suite": suite.stem,
+        "groups": {g.group.value: g.metadata for g in suite.groups},
+        "environment": engine_environment(engine, git=git), "elapsed_s": time.time() - started,
+        "rows": table(records)}
+    if args.fit:
+        target = args.calibration_out or (out / "calibration.json" if args.smoke
+                                          else calibration_file(model))
+        num_in_scope = sum(OUT_OF_SCOPE_TAG not in r["tags"] for r in records
+                           if r["row"] == PROBE)
+        fit = fit_abstention(samples(records), max_call_loss=args.max_call_loss,
+                             num_in_scope=num_in_scope)
+        measured = {**fit.measured, "suite": suite.stem, "num_in_scope": num_in_scope,
+                    "commit": git.get("commit")}
+        if target != calibration_file(model) and not target.exists():
+            target.write_text(calibration_file(model).read_text(encoding="utf-8"),
+                              encoding="utf-8")
+        write_abstention(target, fit.options, measured)
+        result.update(fitted=fit.options.to_dict(), fit_measured=measured,
+                      calibration=str(target), replayed=replay(records, fit.options))
+        if read_abstention(target) != fit.options:
+            raise SystemExit(f"{target}: the written check does not read back")
+    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({"rows": result["rows"], "replayed": result.get("replayed")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

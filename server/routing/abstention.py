@@ -1,0 +1,247 @@
+"""No call when nothing fits: the check a run passes before its first leaf call.
+
+The evidence prior ranks leaves against each other, so it cannot tell a request no leaf serves
+from one a leaf serves badly; a near miss (a sibling of the right tool, the right tool absent)
+scores like a hit. Before a run's first call, this check asks the model what the evidence
+cannot see: whether the chosen leaf does what the request asks, as a constrained choice
+between `yes` and `no` over a one-question menu (`judgement_prompt`), and the same question
+for a content-free request (`NEUTRAL_REQUEST`, once per leaf), whose answer is the model's
+taste for that leaf regardless of the request. The decision combines, linearly:
+- `judge`: log p(yes) - log p(no) for the request;
+- `contrast`: `judge` minus the same for the content-free request;
+- `score`: the evidence's score of the chosen leaf;
+- `margin`: the evidence's best leaf score minus the second best;
+with weights and a threshold fitted on dev splits (`server/tools/abstention_fit.py`, written
+into the model's calibration file as its `abstention` object). Below the threshold the run
+*abstains*: the leaf is not called, and the run unwinds with no model call (`BACK` in every
+frame up to the root, `DONE` there: the plan's `ABSTAINED` source), ending with no call.
+
+>>> options = AbstentionOptions(judge_weight=1.0, contrast_weight=0.0, score_weight=10.0,
+...                             margin_weight=0.0, bias=-3.0, threshold=0.0)
+>>> options.fit(AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1))
+-2.0
+>>> options.abstains(AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1))
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.menu import CompletionState
+from stackroute.runtime.messages import Message
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.tree import Node
+from stackroute.runtime.usage import Usage
+from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.engines.base import Engine
+from stackroute.server.routing.lru import Lru
+from stackroute.server.routing.recovery import MenuStep
+
+YES, NO = "yes", "no"
+NEUTRAL_REQUEST = "N/A"
+MAX_LOG_ODDS = 20.0  # a certain answer is not infinitely certain
+JUDGE_SYSTEM = ("You check whether a tool can do what a user asks. Answer yes only when the "
+                "tool does exactly what the request asks for; otherwise answer no.")
+_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbstentionOptions:
+    """The fitted decision: abstain when `fit(features) < threshold`. Frozen; `from_dict`
+    rejects unknown keys."""
+
+    judge_weight: float = 0.0
+    contrast_weight: float = 0.0
+    score_weight: float = 0.0
+    margin_weight: float = 0.0
+    bias: float = 0.0
+    threshold: float = 0.0
+    is_contrast_enabled: bool = True  # ask the content-free question (one call per leaf)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "is_contrast_enabled":
+                if not isinstance(value, bool):
+                    raise InputError(f"abstention is_contrast_enabled must be true or false, "
+                                     f"got {value!r}")
+            elif not isinstance(value, int | float) or isinstance(value, bool) or \
+                    math.isnan(value) or (math.isinf(value) and f.name != "threshold"):
+                raise InputError(f"abstention {f.name} must be a finite number, got {value!r}")
+
+    def fit(self, x: AbstentionFeatures) -> float:
+        """The decision's value: above `threshold` the leaf is called."""
+        return round(self.judge_weight * x.judge + self.contrast_weight * x.contrast
+                     + self.score_weight * x.score + self.margin_weight * x.margin + self.bias,
+                     6)
+
+    def abstains(self, x: AbstentionFeatures) -> bool:
+        return self.fit(x) < self.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AbstentionOptions:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"unknown abstention option(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class AbstentionFeatures:
+    judge: float  # log p(yes) - log p(no), the request against the chosen leaf
+    contrast: float  # judge minus the content-free request's judge for the same leaf
+    score: float  # the evidence's score of the chosen leaf
+    margin: float  # the evidence's best leaf score minus its second best
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: round(v, 6) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The check's answer for one run's first leaf, and what asking cost."""
+
+    leaf: str  # the leaf's path
+    features: AbstentionFeatures
+    fit: float
+    is_abstaining: bool
+    usage: Usage = field(default_factory=Usage)
+
+    def detail(self) -> dict[str, Any]:
+        return {"leaf": self.leaf, "fit": self.fit, "abstain": self.is_abstaining,
+                "features": self.features.to_dict(), "model_calls": self.usage.model_calls}
+
+
+def leaf_words(leaf: Node) -> str:
+    """The leaf as the question shows it: its name in words, then its description.
+
+    >>> leaf_words(Node("getWaterQuality", ("x",), "Water quality of a lake."))
+    'get water quality: Water quality of a lake.'
+    """
+    words = " ".join(w.lower() for w in _WORD_BREAK.split(leaf.name) if w)
+    description = " ".join(leaf.description.split())
+    return f"{words}: {description}" if description else words
+
+
+def judgement_prompt(task: str, leaf: Node) -> Prompt:
+    """The one-question menu: does `leaf` do what `task` asks?"""
+    return Prompt((Message("system", JUDGE_SYSTEM), Message(
+        "user", f"Request: {task}\n\nTool: {leaf_words(leaf)}\n\n"
+                f"Does this tool do what the request asks? Answer {YES} or {NO}.")))
+
+
+def _log_odds(probabilities: dict[str, float]) -> float:
+    yes, no = probabilities.get(YES, 0.0), probabilities.get(NO, 0.0)
+    value = math.log(max(yes, 1e-300)) - math.log(max(no, 1e-300))
+    return max(-MAX_LOG_ODDS, min(MAX_LOG_ODDS, value))
+
+
+class AbstentionCheck:
+    """Judges a run's first leaf (`verdict`) and unwinds the runs it stopped (`step`)."""
+
+    def __init__(self, engine: Engine, options: AbstentionOptions, evidence: EvidenceSource,
+                 *, max_runs: int = 1024, max_leaves: int = 4096) -> None:
+        self.engine = engine
+        self.options = options
+        self.evidence = evidence
+        self._stopped: Lru[str, Verdict] = Lru(max_entries=max_runs)
+        self._neutral: Lru[str, float] = Lru(max_entries=max_leaves)
+
+    def applies(self, request: RoutingRequest, child: Node | None) -> bool:
+        """Only before a run's first call: a run that has called something is in scope."""
+        return child is not None and child.is_leaf and not request.calls
+
+    def features(self, request: RoutingRequest, leaf: Node) -> tuple[AbstentionFeatures, Usage]:
+        result = self.engine.choose(judgement_prompt(request.task, leaf), (YES, NO))
+        usage = result.usage
+        judge = _log_odds(result.probabilities)
+        contrast = 0.0
+        if self.options.is_contrast_enabled:
+            neutral = self._neutral.get(leaf.path_str)
+            if neutral is None:
+                plain = self.engine.choose(judgement_prompt(NEUTRAL_REQUEST, leaf), (YES, NO))
+                usage = usage + plain.usage
+                neutral = _log_odds(plain.probabilities)
+                self._neutral.put(leaf.path_str, neutral)
+            contrast = judge - neutral
+        evidence = self.evidence.for_request(request.task)
+        top = evidence.top(2)
+        row = evidence.index.paths.index(leaf.path_str) \
+            if leaf.path_str in evidence.index.paths else -1
+        score = float(evidence.scores[row]) if row >= 0 else (top[0][1] if top else 0.0)
+        margin = top[0][1] - top[1][1] if len(top) > 1 else 1.0
+        return AbstentionFeatures(judge=judge, contrast=contrast, score=score,
+                                  margin=margin), usage
+
+    def verdict(self, request: RoutingRequest, leaf: Node) -> Verdict:
+        """Whether the run calls `leaf` or stops; a stopped run is remembered for `step`."""
+        x, usage = self.features(request, leaf)
+        fit = self.options.fit(x)
+        verdict = Verdict(leaf=leaf.path_str, features=x, fit=fit,
+                          is_abstaining=fit < self.options.threshold, usage=usage)
+        if verdict.is_abstaining:
+            self._stopped.put(request.run_id, verdict)
+        return verdict
+
+    def stop_step(self, request: RoutingRequest, verdict: Verdict,
+                  usage: Usage) -> MenuStep:
+        """The decision that replaces the leaf call: unwind (BACK) or end (DONE at the root)."""
+        return MenuStep(self._unwind_choice(request), None, None, usage,
+                        {"abstention": verdict.detail()})
+
+    def step(self, request: RoutingRequest) -> MenuStep | None:
+        """For a run this check stopped: BACK up to the root, DONE there (no model call)."""
+        verdict = self._stopped.get(request.run_id)
+        if verdict is None or request.calls:
+            return None
+        choice = self._unwind_choice(request)
+        if choice == CompletionState.DONE.value:
+            self._stopped.pop(request.run_id)
+        return MenuStep(choice, None, None, Usage(),
+                        {"abstention": {"unwind": True, "leaf": verdict.leaf}})
+
+    @staticmethod
+    def _unwind_choice(request: RoutingRequest) -> str:
+        menu = request.menu
+        if request.node.depth == 0 and CompletionState.DONE.value in menu:
+            return CompletionState.DONE.value
+        if CompletionState.BACK.value in menu:
+            return CompletionState.BACK.value
+        if CompletionState.DONE.value in menu:
+            return CompletionState.DONE.value
+        raise RuntimeError(f"menu at {request.node.path_str or '<root>'} offers neither DONE "
+                           f"nor BACK: {list(menu.options)}")
+
+
+def read_abstention(path: Path) -> AbstentionOptions | None:
+    """The `abstention` object of a calibration file, None where it has none (a model not
+    fitted for it)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: expected a calibration file (JSON): {e}") from e
+    section = data.get("abstention") if isinstance(data, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict) or not isinstance(section.get("options"), dict):
+        raise InputError(f"{path}: 'abstention' must be an object with an 'options' object")
+    return AbstentionOptions.from_dict(section["options"])
+
+
+def write_abstention(path: Path, options: AbstentionOptions, measured: dict[str, Any]) -> None:
+    """Set the `abstention` object of the calibration file at `path` (the rest unchanged)."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data["abstention"] = {"options": options.to_dict(), "measured": measured}
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

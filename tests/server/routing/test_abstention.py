@@ -1,0 +1,167 @@
+"""The abstention check (server/routing/abstention.py): a scripted engine judges the chosen
+leaf; the run ends with no call when the fitted decision says nothing fits, and calls the leaf
+otherwise. State-machine tests: the real model's are in test_abstention_model.py."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from recovery_kit import FakeEngine, evidence_source, house_tree
+from stackroute.runtime.errors import InputError
+from stackroute.runtime.prompt import Prompt
+from stackroute.runtime.state import RunState
+from stackroute.server.routing.abstention import (
+    NO,
+    YES,
+    AbstentionFeatures,
+    AbstentionOptions,
+    read_abstention,
+    write_abstention,
+)
+from stackroute.server.routing.calibration import router_options
+from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.plan import RoutingPlan, StepSource
+from stackroute.server.routing.recovery import RecoveryOptions
+from stackroute.server.routing.router import build_machine
+from stackroute.server.tools.abstention_fit import Label, Sample, fit_abstention
+from stackroute.server.tools.evaluate import Query, run_query
+
+# Trust the model's judgement alone: call when log p(yes) - log p(no) >= 0.
+JUDGE_ONLY = AbstentionOptions(judge_weight=1.0, threshold=0.0)
+
+
+def scripted(route: Mapping[str, float], says_yes: bool) -> FakeEngine:
+    """Routes by `route`'s logits; answers the leaf question yes or no (by 4 nats)."""
+    def logits(prompt: Prompt, options: tuple[str, ...]) -> Mapping[str, float]:
+        if options == (YES, NO):
+            return {YES: 4.0, NO: 0.0} if says_yes else {YES: 0.0, NO: 4.0}
+        last = prompt.messages[-1].content
+        if "DONE" in options and (" returned: " in last or " finished: " in last):
+            return {"DONE": 50.0}
+        return route
+    return FakeEngine(logits)
+
+
+def run(engine: FakeEngine, task: str, abstention: AbstentionOptions | None) -> RunState:
+    tree = house_tree()
+    options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
+                            speculation=DraftSource.OFF, abstention=abstention)
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    return run_query(machine, Query(id="t", query=task, gold=(), args=None, tags=()))
+
+
+def abstention_records(state: RunState) -> list[dict[str, object]]:
+    return [dict(e.detail["abstention"]) for e in state.trace
+            if e.kind.value == "route" and "abstention" in e.detail]
+
+
+def test_a_leaf_the_model_rejects_is_not_called_and_the_run_ends_with_no_call() -> None:
+    engine = scripted({"billing": 6.0, "pay_water": 6.0}, says_yes=False)
+    state = run(engine, "tell me a joke about the water bill", JUDGE_ONLY)
+    assert state.calls == [] and state.status.value == "done"
+    records = abstention_records(state)
+    assert records[0]["abstain"] is True and records[0]["leaf"] == "billing/pay_water"
+    assert records[0]["features"]["judge"] == pytest.approx(-4.0, abs=1e-3)
+    # Unwound with no model call: BACK out of billing, DONE at the root.
+    unwind = [e.decision for e in state.trace if e.kind.value == "route"
+              and e.detail.get("abstention", {}).get("unwind")]
+    assert unwind == ["DONE"]
+    assert [c.options for c in engine.calls].count((YES, NO)) == 2  # request + neutral
+
+
+def test_a_leaf_the_model_accepts_is_called() -> None:
+    engine = scripted({"billing": 6.0, "pay_water": 6.0}, says_yes=True)
+    state = run(engine, "pay the water bill", JUDGE_ONLY)
+    assert [c["path"] for c in state.calls] == ["billing/pay_water"]
+    assert abstention_records(state)[0]["abstain"] is False
+
+
+def test_without_the_check_the_same_run_calls_the_leaf() -> None:
+    engine = scripted({"billing": 6.0, "pay_water": 6.0}, says_yes=False)
+    state = run(engine, "tell me a joke about the water bill", None)
+    assert [c["path"] for c in state.calls] == ["billing/pay_water"]
+    assert abstention_records(state) == []
+    assert not any(c.options == (YES, NO) for c in engine.calls)
+
+
+def test_a_root_leaf_rejected_ends_at_the_root() -> None:
+    engine = scripted({"weather": 6.0}, says_yes=False)
+    state = run(engine, "sing me a song", JUDGE_ONLY)
+    assert state.calls == [] and state.status.value == "done"
+
+
+def test_the_neutral_question_is_asked_once_per_leaf() -> None:
+    tree = house_tree()
+    engine = scripted({"weather": 6.0}, says_yes=True)
+    options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
+                            speculation=DraftSource.OFF, abstention=JUDGE_ONLY)
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    for n, task in enumerate(("weather in Oslo", "weather in Rome")):
+        run_query(machine, Query(id=str(n), query=task, gold=(), args=None, tags=()))
+    neutral = [c for c in engine.calls if c.options == (YES, NO) and c.is_neutral]
+    assert len(neutral) == 1
+
+
+def test_the_evidence_features_weigh_in() -> None:
+    # The model says yes, but a weight on the evidence score with a high bar stops the call.
+    strict = AbstentionOptions(judge_weight=0.0, score_weight=1.0, threshold=2.0)
+    engine = scripted({"weather": 6.0}, says_yes=True)
+    state = run(engine, "weather in Oslo", strict)
+    assert state.calls == []
+    features = abstention_records(state)[0]["features"]
+    assert 0.0 < features["score"] <= 1.0 and features["margin"] >= 0.0
+
+
+def test_the_plan_has_an_abstained_source_only_when_the_check_is_on() -> None:
+    guided = RouterOptions(recovery=RecoveryOptions(), speculation=DraftSource.OFF)
+    on = RoutingPlan.build(RouterOptions(recovery=RecoveryOptions(), speculation=DraftSource.OFF,
+                                         abstention=JUDGE_ONLY),
+                           can_verify_paths=False, can_verify_levels=False)
+    off = RoutingPlan.build(guided, can_verify_paths=False, can_verify_levels=False)
+    assert on.sources == (StepSource.ABSTAINED, StepSource.GUIDED)
+    assert off.sources == (StepSource.GUIDED,)
+
+
+def test_options_refuse_unknown_keys_and_bad_numbers() -> None:
+    with pytest.raises(InputError, match="unknown abstention option"):
+        AbstentionOptions.from_dict({"judge_weight": 1.0, "tresh": 0.0})
+    with pytest.raises(InputError, match="finite number"):
+        AbstentionOptions(judge_weight=math.nan)
+    with pytest.raises(InputError, match="true or false"):
+        AbstentionOptions.from_dict({"is_contrast_enabled": "yes"})
+
+
+def test_the_calibration_file_carries_the_check(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"model": "m", "options": {}, "measured": {}}), encoding="utf-8")
+    assert read_abstention(path) is None
+    assert router_options("m", calibration=path).abstention is None
+    write_abstention(path, JUDGE_ONLY, {"num_call": 3})
+    assert read_abstention(path) == JUDGE_ONLY
+    assert json.loads(path.read_text(encoding="utf-8"))["options"] == {}  # the rest kept
+    on = router_options("m", calibration=path)
+    assert on.abstention == JUDGE_ONLY and on.describe()["abstention"] == "on"
+    assert router_options("m", calibration=path, abstain=False).abstention is None
+
+
+def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:
+    def sample(judge: float, score: float, label: Label) -> Sample:
+        return Sample(AbstentionFeatures(judge=judge, contrast=judge, score=score,
+                                         margin=0.05), label)
+
+    samples = [sample(2.0, 0.7, Label.CALL), sample(1.0, 0.6, Label.CALL),
+               sample(-0.5, 0.65, Label.CALL), sample(-3.0, 0.3, Label.ABSTAIN),
+               sample(-2.0, 0.4, Label.ABSTAIN), sample(1.5, 0.62, Label.ABSTAIN),
+               sample(0.0, 0.1, Label.EITHER)]
+    fitted = fit_abstention(samples)
+    calls = [s for s in samples if s.label is Label.CALL]
+    assert not any(fitted.options.abstains(s.features) for s in calls)
+    assert fitted.measured["dev_successes_stopped"] == 0
+    assert fitted.options.abstains(samples[3].features)
+    assert fitted.options.abstains(samples[4].features)
+    with pytest.raises(InputError, match="both kinds"):
+        fit_abstention(calls)
