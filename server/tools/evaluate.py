@@ -198,9 +198,18 @@ class EvalSummary:
         lat = sorted(r.usage.get("latency_ms", 0.0) for r in rs)
         wall = sorted(r.wall_ms for r in rs)
         params = sum((r.params for r in rs), ParamCounts())
+        # Gold [] (no capability applies): success is no call; any call is a tool
+        # hallucination (When2Call's term).
+        out_of_scope = [not r.called for r in rs if not r.gold]
+        in_scope = [r.is_success for r in rs if r.gold]
         return {
             "num_queries": len(rs),
             "success": sum(r.is_success for r in rs) / n,
+            "in_scope_success": sum(in_scope) / len(in_scope) if in_scope else None,
+            "out_of_scope_no_call": sum(out_of_scope) / len(out_of_scope)
+            if out_of_scope else None,
+            "tool_hallucination": 1 - sum(out_of_scope) / len(out_of_scope)
+            if out_of_scope else None,
             "args_success": sum(r.is_args_success for r in rs) / n,
             "by_tag": {t: sum(v) / len(v) for t, v in sorted(by_tag.items())},
             "prompt_tokens_mean": _mean(r.usage.get("prompt_tokens", 0) for r in rs),
