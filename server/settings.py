@@ -110,6 +110,11 @@ class ServerSettings(BaseSettings):
         PromptOrder.MENU_FIRST, description="where a routing prompt puts the root's "
         "menu: menu-first (before the request, so every request on a catalog shares its KV; "
         "runtime/prompt.py) | request-first (after it, the layout before issue 29)")
+    abstain: bool = Field(
+        True, description="guided policy: before a run's first leaf call, ask the model "
+        "whether the leaf does what the request asks and end the run with no call when the "
+        "fitted check (the model's calibration, its `abstention` object) says nothing fits "
+        "(server/routing/abstention.py); on only where the calibration has it")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -281,7 +286,8 @@ class ServerSettings(BaseSettings):
         return router_options(model, policy=self.policy, calibration=self.calibration,
                               speculation=self.speculation, unwinding=self.unwinding,
                               prompt_order=self.prompt_order,
-                              max_argument_tokens=self.max_argument_tokens)
+                              max_argument_tokens=self.max_argument_tokens,
+                              abstain=self.abstain)
 
     @classmethod
     def default(cls, name: str) -> Any:

@@ -57,6 +57,10 @@ PromptOrderOpt = Annotated[str | None, typer.Option(
     "--prompt-order", help="where a routing prompt puts the root's menu: menu-first (before "
     "the request: every request on a catalog shares its KV) | request-first (after it); "
     "default: the measured one")]
+AbstainOpt = Annotated[bool | None, typer.Option(
+    "--abstain/--no-abstain", help="guided policy: before the first leaf call, end the run "
+    "with no call when the model's fitted check says no leaf fits the request (on by default "
+    "where the model's calibration has the check; the abstain setting)")]
 SpecOpt = Annotated[str | None, typer.Option(
     "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
     "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
@@ -170,12 +174,13 @@ class RoutingFlags:
     speculation: DraftSource | None  # None: the settings' default
     unwinding: bool | None = None  # None: the settings' default
     prompt_order: PromptOrder | None = None
+    abstain: bool | None = None  # None: the settings' default
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
               speculation: str | None = None, no_speculation: bool = False,
               unwinding: bool | None = None, prompt_order: str | None = None,
-              ) -> RoutingFlags:
+              abstain: bool | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
@@ -184,7 +189,8 @@ class RoutingFlags:
                    else _parse(DraftSource, "--speculation", speculation),
                    unwinding=unwinding,
                    prompt_order=None if prompt_order is None
-                   else _parse(PromptOrder, "--prompt-order", prompt_order))
+                   else _parse(PromptOrder, "--prompt-order", prompt_order),
+                   abstain=abstain)
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -193,7 +199,8 @@ class RoutingFlags:
 
         return router_options(engine.info.model, policy=self.policy,
                               calibration=self.calibration, speculation=self.speculation,
-                              unwinding=self.unwinding, prompt_order=self.prompt_order)
+                              unwinding=self.unwinding, prompt_order=self.prompt_order,
+                              abstain=self.abstain)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.commands.common import (
+    AbstainOpt,
     BaseUrlOpt,
     CalibrationOpt,
     ChatTemplateOpt,
@@ -51,7 +52,7 @@ def route(
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     no_speculation: NoSpecOpt = False, prompt_order: PromptOrderOpt = None,
-    as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """One routing decision at a node (the root by default), through the same route call as
     `/v1/route` (its router, its prompt limits: the settings' defaults). One decision is one
@@ -61,7 +62,8 @@ def route(
 
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   no_speculation=no_speculation, prompt_order=prompt_order)
+                                   no_speculation=no_speculation, prompt_order=prompt_order,
+                                   abstain=abstain)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -102,7 +104,7 @@ def run(
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
-    as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
     from stackroute.runtime.errors import StackrouteError
@@ -113,7 +115,8 @@ def run(
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding, prompt_order=prompt_order)
+                                   unwinding=unwinding, prompt_order=prompt_order,
+                                   abstain=abstain)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -167,7 +170,7 @@ def eval_(
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
-    as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
     cache is shared by the whole file, so repeated requests are verified in one pass."""
@@ -181,7 +184,8 @@ def eval_(
         items = read_queries(queries, limit=limit)
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding, prompt_order=prompt_order)
+                                   unwinding=unwinding, prompt_order=prompt_order,
+                                   abstain=abstain)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
             engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,

@@ -76,7 +76,8 @@ def router_options(model: str, *, policy: Policy | None = None,
                    speculation: DraftSource | None = None, unwinding: bool | None = None,
                    directory: Path | None = None,
                    prompt_order: PromptOrder | None = None,
-                   max_argument_tokens: int | None = None) -> RouterOptions:
+                   max_argument_tokens: int | None = None,
+                   abstain: bool | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
@@ -108,6 +109,14 @@ def router_options(model: str, *, policy: Policy | None = None,
                                 unwinding=unwinding, max_argument_tokens=max_argument_tokens,
                                 calibration="built-in defaults" if path is None
                                 else path.name)
+    # `abstain` None: the setting's; on where the calibration has the fitted check
+    # (abstention.py; guided policy only).
+    if abstain is None:
+        abstain = ServerSettings.default("abstain")
+    if abstain and path is not None and options.recovery is not None:
+        from stackroute.server.routing.abstention import read_abstention
+
+        options = replace(options, abstention=read_abstention(path))
     # None: RouterOptions' default order (the measured one; runtime/prompt.py, issue 29).
     return options if prompt_order is None else replace(options, prompt_order=prompt_order)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from stackroute.runtime.prompt import PromptOrder
 
 if TYPE_CHECKING:
+    from stackroute.server.routing.abstention import AbstentionOptions
     from stackroute.server.routing.recovery import RecoveryOptions
 
 
@@ -66,13 +67,21 @@ class RouterOptions:
     # Where the root's menu sits: before the request (shared by every request on a catalog,
     # so its KV is computed once) or after it (runtime/prompt.py, issue 29).
     prompt_order: PromptOrder = field(default_factory=lambda: _setting("prompt_order"))
+    # No call when nothing fits: the check before a run's first leaf call (abstention.py),
+    # fitted per model; None: off. Guided policy only (it reads the leaf evidence).
+    abstention: AbstentionOptions | None = None
 
     @property
     def policy(self) -> Policy:
         return Policy.PLAIN if self.recovery is None else Policy.GUIDED
 
     def describe(self) -> dict[str, str | None]:
-        """What a trace and `--json` record about how this run routed."""
-        return {"policy": self.policy.value, "calibration": self.calibration,
-                "speculation": self.speculation.value,
-                "unwinding": "on" if self.unwinding else "off"}
+        """What a trace and `--json` record about how this run routed (`abstention` only
+        where the check is on)."""
+        out: dict[str, str | None] = {
+            "policy": self.policy.value, "calibration": self.calibration,
+            "speculation": self.speculation.value,
+            "unwinding": "on" if self.unwinding else "off"}
+        if self.abstention is not None and self.recovery is not None:
+            out["abstention"] = "on"
+        return out

@@ -12,7 +12,10 @@ on to the next. The plain policy's sources, each only where it can run:
 4. `PLAIN`: the model's constrained choice.
 
 The guided policy has one source, `GUIDED` (`guided_step.py`: the scored menu and the
-recovery rules); its drafted paths (`prefetches_paths`) are verified into the scorer's memo
+recovery rules), after `ABSTAINED` where the abstention check is on (`abstention.py`: a run
+stopped before its first leaf call unwinds with no model call, BACK up to the root and DONE
+there, ending with no call; the check itself runs where the leaf is about to be called);
+its drafted paths (`prefetches_paths`) are verified into the scorer's memo
 under the very bias each level gets, so its decisions are step-by-step guided routing's.
 
 Whether a router needs leaf evidence, drafts paths, or keeps a route cache is decided here
@@ -40,6 +43,7 @@ class StepSource(StrEnum):
     """One place a menu decision can come from."""
 
     MEMO = "memo"  # verified ahead, waiting for exactly this request
+    ABSTAINED = "abstained"  # a run the abstention check stopped: unwind, no model call
     UNWINDING = "unwinding"  # the DONEs that pop the stack after a call, in one pass
     SPECULATION = "speculation"  # a drafted path down, verified in one pass
     GUIDED = "guided"  # the guided policy: scored menu under evidence, recovery rules
@@ -89,6 +93,8 @@ class RoutingPlan:
         drafts = options.speculation if can_verify_paths and not is_flat else DraftSource.OFF
         if recovery is not None:
             sources: tuple[StepSource, ...] = (StepSource.GUIDED,)
+            if options.abstention is not None:
+                sources = (StepSource.ABSTAINED, *sources)
         else:
             unwinds = options.unwinding and can_verify_levels
             speculates = drafts is not DraftSource.OFF

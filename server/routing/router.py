@@ -27,6 +27,7 @@ from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
+from stackroute.server.routing.abstention import AbstentionCheck
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.leaf_arguments import (
@@ -85,13 +86,28 @@ class EngineRouter:
             scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
                                 contrast=contrast, prefetcher=prefetcher, focus=asks)
             self.policy = RecoveryPolicy(scorer, recovery)
+        # No call when nothing fits: judged where a run's first leaf is about to be called.
+        self.abstention: AbstentionCheck | None = None
+        if StepSource.ABSTAINED in plan.sources:
+            if options.abstention is None or evidence is None:
+                raise ValueError("the abstention check needs its options and leaf evidence")
+            self.abstention = AbstentionCheck(engine, options.abstention, evidence)
 
     def route(self, request: RoutingRequest) -> Decision:
         step = self.menu_step(request)
         child = request.node.child(step.choice)
+        step.detail["policy"] = self.options.policy.value
+        if self.abstention is not None and child is not None \
+                and self.abstention.applies(request, child):
+            verdict = self.abstention.verdict(request, child)
+            step = replace(step, usage=step.usage + verdict.usage,
+                           detail={**step.detail, "abstention": verdict.detail()})
+            if verdict.is_abstaining:  # no call: the run unwinds (the ABSTAINED source)
+                stop = self.abstention.stop_step(request, verdict, step.usage)
+                return Decision(choice=stop.choice, usage=stop.usage,
+                                detail={**step.detail, **stop.detail})
         if child is not None and child.is_leaf and self.drafter is not None:
             self.drafter.record(request, child)
-        step.detail["policy"] = self.options.policy.value
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
@@ -121,6 +137,9 @@ class EngineRouter:
         if source is StepSource.SPECULATION:
             assert self.speculator is not None
             return self.speculator.step(request)
+        if source is StepSource.ABSTAINED:
+            assert self.abstention is not None
+            return self.abstention.step(request)
         if source is StepSource.GUIDED:
             assert self.policy is not None
             return self.policy.decide(request)
