@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.model, pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::FutureWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
-GEMMA = Path(__file__).parents[1] / "server" / "chat_templates" / "gemma" / \
+GEMMA = Path(__file__).parents[1] / "server" / "engines" / "chat_templates" / "gemma" / \
     "tokenizer_config.json"
 PROMPT = Prompt((Message("system", "You route requests to tools. Answer with one option."),
                  Message("user", "Request: Will it rain in Paris tomorrow?\nOptions: weather, "

@@ -125,7 +125,7 @@ def test_the_qwen_tier_makes_the_readme_call() -> None:
 
     engine = create_engine("transformers", model="qwen2.5-coder-1.5b", dtype="auto")
     assert engine.info.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"
-    tree = load_catalog(Path(__file__).resolve().parents[2] / "examples" / "bank.catalog.json")
+    tree = load_catalog(Path(__file__).resolve().parents[3] / "examples" / "bank.catalog.json")
     machine = build_machine(tree, engine, options=router_options(engine.info.model,
                                                                  policy=Policy.GUIDED))
     state = run_query(machine, Query(id="readme", query="Send 500 dollars to Asha", gold=(),
