@@ -9,8 +9,8 @@ candidate is in the request (an enum value or a normalised form of it)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
@@ -31,6 +31,12 @@ _NAME_JOINERS = frozenset(("of", "the", "and", "de", "for", "&"))
 _DATE_WORDS = ("date", "day", "month", "deadline", "birthday", "when", "start", "end", "until",
                "since")
 _TIME_WORDS = ("time", "hour", "start", "end", "when")
+_PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
+                          "destination", "venue", "site", "state", "town"))
+_PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
+SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
+OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
+SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class Candidate:
     text: str  # the option the model chooses (unique per property)
     kind: str  # number | date | time | enum | email | phone | id | quoted | span | boolean
     prior: float = 0.0  # logit bias for the constrained choice
+    span: tuple[int, int] | None = None  # where the request holds it (None: not literally)
 
 
 def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
@@ -72,9 +79,12 @@ def _near(span: tuple[int, int], cues: list[int], request: str) -> bool:
     return False
 
 
-def candidates(name: str, schema: Mapping[str, Any], request: str) -> list[Candidate]:
+def candidates(name: str, schema: Mapping[str, Any], request: str, *,
+               siblings: Sequence[str] = ()) -> list[Candidate]:
     """The values `request` holds for property `name` (its JSON schema `schema`), most
-    plausible first, unique by text, at most MAX_CANDIDATES."""
+    plausible first, unique by text, at most MAX_CANDIDATES. `siblings`: the leaf's other
+    properties; a value the request labels with a sibling's name ("the ID X" for `post_id`)
+    and not with this property's is held back (SIBLING_PENALTY)."""
     kind = schema.get("type")
     words = property_words(name, schema)
     cues = _cue_positions(request, words)
@@ -88,11 +98,27 @@ def candidates(name: str, schema: Mapping[str, Any], request: str) -> list[Candi
         found = _string_candidates(name, schema, request, cues, words)
     else:
         found = []  # arrays and objects: the model writes them under the schema (fallback)
+    found = _held_back(found, request, cues, words, siblings)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
             unique.setdefault(candidate.text, candidate)
     return list(unique.values())[:MAX_CANDIDATES]
+
+
+def _held_back(found: list[Candidate], request: str, cues: list[int], words: list[str],
+               siblings: Sequence[str]) -> list[Candidate]:
+    """`found` with the values another property's name labels (and this one's does not)
+    lowered by SIBLING_PENALTY."""
+    own = {w[:4] for w in words}
+    other_words = sorted({w for s in siblings for w in property_words(s, {})
+                          if w[:4] not in own})
+    if not other_words:
+        return found
+    others = _cue_positions(request, other_words)
+    return [replace(c, prior=c.prior - SIBLING_PENALTY)
+            if c.span is not None and _near(c.span, others, request)
+            and not _near(c.span, cues, request) else c for c in found]
 
 
 def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
@@ -140,7 +166,7 @@ def _number_candidates(kind: str, request: str, cues: list[int],
         prior = 2.0 if _near(number.span, cues, request) else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
-        out.append(Candidate(value, text, "number", prior=prior))
+        out.append(Candidate(value, text, "number", prior=prior, span=number.span))
     return out
 
 
@@ -171,13 +197,25 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues:
     if fmt in ("date", "date-time", "time", "email"):
         return out
     for match in _QUOTED.finditer(request):
-        text = next(g for g in match.groups() if g is not None).strip().rstrip(".")
-        if text:
-            near = _near(match.span(), cues, request)
-            out.append(Candidate(text, text, "quoted", 3.0 + (1.5 if near else 0.0)))
+        out += _quoted(match, _near(match.span(), cues, request))
     out += _spans(request, cues, words)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
+    return out
+
+
+def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
+    """A quoted value, without a final period and (a sentence whose closing quote the
+    request leaves out: the period is the quote's own) with it."""
+    whole = next(g for g in match.groups() if g is not None).strip()
+    text = whole.rstrip(".")
+    if not text:
+        return []
+    prior = 3.0 + (1.5 if near else 0.0)
+    out = [Candidate(text, text, "quoted", prior, match.span())]
+    is_open = match[0][-1] not in "\"'”"
+    if whole != text and is_open and len(text.split()) > 1:
+        out.insert(0, Candidate(whole, whole, "quoted", prior + 0.5, match.span()))
     return out
 
 
@@ -192,6 +230,7 @@ def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
 
     is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
                 for w in words)
+    is_place = any(w in _PLACE_WORDS for w in words)
     out = []
     for i in range(len(tokens)):
         for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
@@ -202,6 +241,8 @@ def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
                 continue  # the request's opening verb ("Send", "Find")
             start = tokens[i][1]
             end = tokens[j][1] + len(last)
+            if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
+                end -= 2  # "John Smith's traits": the name, not its possessive
             if re.search(r"[.;!?]\s|,\s", request[start:end]):
                 continue  # spans stay inside one clause
             text = request[start:end]
@@ -210,20 +251,32 @@ def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
                 continue  # a quote's edge, or the property's own name ("ID", "post ID")
             capitalised = all(t[0][:1].isupper() or t.lower() in _NAME_JOINERS
                               for t, _ in tokens[i:j + 1]) and i != 0
-            prior = -0.4 * (j - i)
+            prior = -SPAN_WORD_COST * (j - i)
+            if i == 0 and len(tokens) > 1 and j > i and not first[:1].isdigit():
+                prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value
             if capitalised:  # a whole name beats its parts ("New York", not "New")
                 prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
                                                else 0.0)
             if any(t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
                 prior -= 1.5  # "ID X": the value without its label
             if any(a < end and start < b for a, b in dates):
-                prior -= 1.0  # dates are offered normalised where a property wants one
+                prior -= 3.0  # dates are offered normalised where a property wants one
+            if is_place and _after_place_word(request, start):
+                prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if _IDLIKE.fullmatch(text):
                 prior += 2.0 if is_id else 0.5
             prior += 2.0 if _near((start, end), cues, request) else 0.0
             out.append(Candidate(text, text, "id" if _IDLIKE.fullmatch(text) else "span",
-                                 prior))
+                                 prior, (start, end)))
     return out
+
+
+def _after_place_word(request: str, start: int) -> bool:
+    """A place preposition (and an article) right before `start`: "in New York"."""
+    before = request[:start].lower().split()[-2:]
+    if before and before[-1] in ("the", "a", "an"):
+        before = before[:-1]
+    return bool(before) and before[-1] in _PLACE_PREPOSITIONS
 
 
 def _matches(pattern: str, text: str) -> bool:

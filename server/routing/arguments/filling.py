@@ -31,6 +31,9 @@ from stackroute.server.routing.arguments.candidates import (
 )
 
 NONE_OPTION = "NONE"
+# How far the candidates' priors (log-odds from the request's own evidence: a value's label,
+# its kind, its place) move the model's choice; measured on Seal-Tools dev (bench right-call).
+PRIOR_SCALE = 1.0
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id"))
 
 
@@ -83,7 +86,8 @@ class ArgumentFiller:
         for name in order:
             prop = properties[name] if isinstance(properties[name], Mapping) else {}
             is_required = name in required
-            found = candidates(name, prop, request.task)
+            found = candidates(name, prop, request.task,
+                               siblings=[n for n in properties if n != name])
             fresh = [c for c in found if c.text not in used] or found
             if not fresh:
                 if is_required:
@@ -120,7 +124,7 @@ class ArgumentFiller:
         """The chosen candidate (None: NONE), its probability, the cost, and whether the
         engine answered outside the menu (a remote engine may ignore the constraint)."""
         options = [c.text for c in found]
-        bias = {c.text: c.prior for c in found}
+        bias = {c.text: c.prior * PRIOR_SCALE for c in found}
         if not is_required and NONE_OPTION not in bias:
             options.append(NONE_OPTION)
             bias[NONE_OPTION] = 0.0

@@ -84,8 +84,9 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     ("biller", {"type": "string", "enum": ["electricity", "water", "credit_card"]},
      "pay my credit card bill", ["credit_card"]),
     ("currency", {"type": "string", "enum": ["USD", "EUR"]}, "send 40 euros", ["EUR"]),
+    # a sentence whose closing quote the request leaves out keeps its period (Seal-Tools dev)
     ("message", {"type": "string"}, 'send the message "Don\'t forget to feed the cat.',
-     ["Don't forget to feed the cat"]),
+     ["Don't forget to feed the cat."]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,

@@ -1,0 +1,94 @@
+"""Value candidates' priors (routing/arguments/candidates.py), the fixes found on Seal-Tools
+dev misses at the gold leaf (issue 25): a value labelled with a sibling property's name, the
+request's opening verb, a possessive, an unclosed quoted sentence, a place after its
+preposition, a year inside a date. Each case names the request it came from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from stackroute.server.routing.arguments.candidates import (
+    OPENING_PENALTY,
+    SIBLING_PENALTY,
+    candidates,
+)
+
+POST = 'Tell me the engagement metrics for the Facebook post with the ID "rOBhSVKGVKe.'
+
+
+def texts(name: str, request: str, n: int, schema: dict[str, Any] | None = None,
+          siblings: tuple[str, ...] = ()) -> list[str]:
+    return [c.text for c in candidates(name, schema or {"type": "string"}, request,
+                                       siblings=siblings)[:n]]
+
+
+def test_a_value_labelled_with_a_siblings_name_is_held_back() -> None:
+    # dev-easy-1: the model gave `platform` the post's ID (the quoted value led every menu)
+    assert texts("platform", POST, 1) == ["rOBhSVKGVKe"]  # alone, the quote leads
+    assert texts("platform", POST, 1, siblings=("post_id",)) == ["Facebook"]
+    assert texts("post_id", POST, 1, siblings=("platform",)) == ["rOBhSVKGVKe"]
+    alone = {c.text: c.prior for c in candidates("platform", {"type": "string"}, POST)}
+    held = {c.text: c.prior for c in candidates("platform", {"type": "string"}, POST,
+                                                siblings=("post_id",))}
+    assert alone["rOBhSVKGVKe"] - held["rOBhSVKGVKe"] == pytest.approx(SIBLING_PENALTY)
+    assert alone["Facebook"] == held["Facebook"]
+
+
+def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
+    # start_date and end_date share "date": neither's cue is the other's alone
+    request = "Book from the start date 2024-03-05"
+    found = candidates("end_date", {"type": "string", "format": "date"}, request,
+                       siblings=("start_date",))
+    assert [c.value for c in found] == ["2024-03-05"]
+    assert found[0].prior == 3.0
+
+
+def test_spans_from_the_opening_verb_rank_low() -> None:
+    # dev-easy-0: "Retrieve information about the number" was chosen as the location
+    request = "Retrieve information about the number of nurses in a specific country."
+    found = candidates("location", {"type": "string"}, request)
+    opening = [c for c in found if c.text.startswith("Retrieve")]
+    assert opening and all(c.prior <= -OPENING_PENALTY for c in opening)
+    assert not any(t.startswith("Retrieve") for t in texts("location", request, 8))
+
+
+def test_a_possessive_name_is_offered_without_its_s() -> None:
+    # dev-easy-188 (John Smith), dev-easy-166 (Generosity Inc.)
+    assert "John Smith" in texts("person_name", "Tell me John Smith's personality traits.", 3)
+    found = texts("organization", "Assess the impact of Generosity Inc.'s activities", 48)
+    assert "Generosity Inc." in found
+    assert "Generosity Inc.'s" not in found
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    # dev-easy-2 / dev-easy-167: the closing quote is missing, the period is the sentence's
+    ('send the message "Don\'t forget to feed the cat.', "Don't forget to feed the cat."),
+    ('Check the grammar of the sentence: "The quick brown fox jumps over the lazy dog.',
+     "The quick brown fox jumps over the lazy dog."),
+    # closed quotes and single-word ids lose a final period
+    ('send the message "Call me back." now', "Call me back"),
+    (POST, "rOBhSVKGVKe"),
+])
+def test_a_quoted_sentence_keeps_its_period_only_when_left_open(request_text: str,
+                                                                expected: str) -> None:
+    assert texts("text", request_text, 1) == [expected]
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    ("Tell me the water quality of the lake.", "lake"),  # dev-easy-3: not "water quality"
+    ("Find a shelter near the park.", "park"),
+])
+def test_a_place_after_its_preposition_leads_for_a_place_property(request_text: str,
+                                                                  expected: str) -> None:
+    assert texts("location", request_text, 1) == [expected]
+    # the same request's top value for a property that is not a place is another word
+    assert texts("topic", request_text, 1) != [expected]
+
+
+def test_a_year_inside_a_date_is_no_name() -> None:
+    # dev-easy-5: "2013" (from "November 25, 2013") was chosen as the location
+    request = "Find available rooms in New York from November 25, 2013, to January 7, 2006."
+    found = {c.text: c.prior for c in candidates("location", {"type": "string"}, request)}
+    assert found["2013"] < -2.0
+    assert max(found, key=lambda t: found[t]) == "New York"
