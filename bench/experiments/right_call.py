@@ -77,7 +77,8 @@ METHODS: dict[str, Method] = {"candidates": _candidates, "generate": _generate}
 
 
 def single_tool_queries(path: Path, *, offset: int, limit: int) -> list[dict[str, Any]]:
-    """Single-tool records that carry gold arguments, in file order."""
+    """Single-tool records that carry a gold arguments object (possibly empty: the right call
+    then invents none), in file order."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     single = [r for r in rows if len(r.get("gold", [])) == 1 and r.get("args")]
     return single[offset:offset + limit]
