@@ -47,7 +47,7 @@ def generate(
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Write a generated workload (catalog, flat twin, queries, metadata; shared/data format)."""
-    from stackroute.bench.generate import generate_suite, write_suite
+    from stackroute.bench.workloads.generate import generate_suite, write_suite
 
     try:
         paths = write_suite(generate_suite(suite, num_leaves=leaves, seed=seed), out)
@@ -90,11 +90,11 @@ def run_experiment(module: str, args: list[str]) -> int:
 
 
 _EXPERIMENTS: tuple[tuple[str, str, str], ...] = (
-    ("speculation", "stackroute.bench.speculation_bench",
+    ("speculation", "stackroute.bench.experiments.speculation",
      "Step-by-step (cache off/on) vs speculative routing, with the decision-identity check."),
-    ("peers", "stackroute.bench.peers_bench",
+    ("peers", "stackroute.bench.experiments.peers",
      "Our engine beside outlines, xgrammar + transformers and llama.cpp on the same calls."),
-    ("streaming", "stackroute.bench.streaming_bench",
+    ("streaming", "stackroute.bench.experiments.streaming",
      "Time to first chunk vs last chunk of a streamed answer through `stackroute serve`."),
     ("shared-prompt", "stackroute.bench.experiments.shared_prompt",
      "The root's menu before the request vs after it: prefill, model calls, request wall "
@@ -104,12 +104,12 @@ _EXPERIMENTS: tuple[tuple[str, str, str], ...] = (
      "in-scope requests (issue 25)."),
     ("right-call", "stackroute.bench.experiments.right_call",
      "The right tool with the right arguments: argument accuracy per model tier (issue 25)."),
-    ("chaos", "stackroute.bench.chaos",
+    ("chaos", "stackroute.bench.reliability.chaos",
      "Several instances over one PostgreSQL under kills, PostgreSQL restarts, slow and frozen "
      "takeovers and deleted catalogs; side effects counted in the handlers' own table."),
-    ("robust", "stackroute.bench.robust_bench",
+    ("robust", "stackroute.bench.experiments.robust",
      "Flat vs hierarchical vs each recovery mechanism."),
-    ("mcp", "stackroute.bench.mcp_bench",
+    ("mcp", "stackroute.bench.experiments.mcp",
      "Tokens a client's model sees per request: several MCP servers' full tools/list vs the "
      "stackroute gateway."),
 )
@@ -155,7 +155,7 @@ def bench_command(suite: str, *, smoke: bool = False, out: Path | None = None,
                   max_prompt_tokens: int | None = None, data: Path | None = None,
                   threads: int | None = None, report_only: bool = False) -> None:
     """What `stackroute bench SUITE …` does; exits 2 on bad input, 1 if any item failed."""
-    from stackroute.bench.harness import BenchOptions, run_all, run_suite
+    from stackroute.bench.suites.harness import BenchOptions, run_all, run_suite
     from stackroute.runtime.errors import StackrouteError
 
     try:

@@ -59,8 +59,8 @@ import json, statistics, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from stackroute.bench.engine_bench import gold_route_prompts
-from stackroute.bench.generate import generate_suite
+from stackroute.bench.experiments.engine import gold_route_prompts
+from stackroute.bench.workloads.generate import generate_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.engines.base import ENGINES
 

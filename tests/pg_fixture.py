@@ -2,8 +2,9 @@
 
 `pg_url` is a fresh, empty database per test. The server is, in order:
 1. `STACKROUTE_TEST_PG_URL` (a superuser URL of a server you run; databases are created on it);
-2. a throwaway cluster from the installed PostgreSQL binaries (`bench/pg_cluster.py`: initdb
-   + pg_ctl in a temp folder, as `nobody` when the tests run as root), stopped at the end.
+2. a throwaway cluster from the installed PostgreSQL binaries
+   (`bench/reliability/pg_cluster.py`: initdb + pg_ctl in a temp folder, as `nobody` when the
+   tests run as root), stopped at the end.
 Without either the PostgreSQL tests skip, saying so, except under `CI=true`, where missing
 PostgreSQL is a failure: CI must test the PostgreSQL store, not skip it silently.
 """
@@ -54,7 +55,7 @@ def pg_server() -> Iterator[_Server]:
     if configured:
         yield _Server(configured)
         return
-    from stackroute.bench.pg_cluster import PgCluster, find_bindir
+    from stackroute.bench.reliability.pg_cluster import PgCluster, find_bindir
 
     if find_bindir() is None:
         _unavailable(f"no PostgreSQL binaries (apt-get install postgresql) and {URL_ENV} "

@@ -8,16 +8,16 @@ import json
 from typing import Any
 
 import pytest
-from stackroute.bench.datasets import SEAL_DIR
-from stackroute.bench.peers_bench import (
+from stackroute.bench.experiments.peers import (
     SYSTEMS,
     PeersOptions,
     build_systems,
     missing_systems,
     run_peers,
 )
-from stackroute.bench.peers_tables import ratios
-from stackroute.bench.peers_workload import CallKind, ModelCall, render_call
+from stackroute.bench.peers.tables import ratios
+from stackroute.bench.peers.workload import CallKind, ModelCall, render_call
+from stackroute.bench.workloads.datasets import SEAL_DIR
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 

@@ -6,7 +6,7 @@ An import-path engine is named in the settings, as handler modules are; nothing 
 anywhere (no global state): the factory is imported and called with the options a built-in
 engine gets (`model`, and `base_url` when set).
 
->>> is_import_path("stackroute.bench.scripted_engine:create")
+>>> is_import_path("stackroute.bench.fixtures.scripted_engine:create")
 True
 >>> is_import_path("transformers")
 False

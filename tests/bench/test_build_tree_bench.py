@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from stackroute.bench.build_tree_bench import (
+from stackroute.bench.experiments.build_tree import (
     embedding_descent,
     gold_path_tokens,
     remap_gold_by_leaf_name,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from stackroute.bench.catalogs import (
+from stackroute.bench.workloads.catalogs import (
     SCHEMA_MAX_CHARS,
     SCHEMA_MIN_CHARS,
     balanced_widths,
@@ -24,9 +24,9 @@ from stackroute.bench.catalogs import (
     iter_leaves,
     to_flat_path,
 )
-from stackroute.bench.generate import SUITES, GeneratedSuite, generate_suite, write_suite
-from stackroute.bench.suites import DEPARTMENTS, LIFE_DOMAINS, household_leaves
-from stackroute.bench.word_banks import CHATTER, plural, shared_words
+from stackroute.bench.workloads.generate import SUITES, GeneratedSuite, generate_suite, write_suite
+from stackroute.bench.workloads.synthetic import DEPARTMENTS, LIFE_DOMAINS, household_leaves
+from stackroute.bench.workloads.word_banks import CHATTER, plural, shared_words
 
 CASES = [(suite, n) for suite, spec in SUITES.items() for n in spec.sizes]
 SMALLEST = [(suite, spec.sizes[0]) for suite, spec in SUITES.items()]
@@ -165,7 +165,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(suite: str, num_leaves: int
 def test_output_does_not_depend_on_the_hash_seed() -> None:
     script = (
         "import hashlib, sys\n"
-        "from stackroute.bench.generate import generate_suite\n"
+        "from stackroute.bench.workloads.generate import generate_suite\n"
         "h = hashlib.sha256()\n"
         "for suite, n in [('scale-up', 32), ('noisy-two-step', 32),"
         " ('semantic-overlap', 32), ('clean-semantic', 32)]:\n"

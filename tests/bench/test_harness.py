@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from stackroute.bench.aggregate import item_metrics, percentile, summarize_group
 from stackroute.bench.cli import bench_app
-from stackroute.bench.gold import (
+from stackroute.bench.suites.aggregate import item_metrics, percentile, summarize_group
+from stackroute.bench.suites.gold import (
     ARGUMENTS,
     CHOOSE,
     CallRecord,
@@ -25,7 +25,7 @@ from stackroute.bench.gold import (
     expected_choice,
     option_lines,
 )
-from stackroute.bench.harness import (
+from stackroute.bench.suites.harness import (
     BenchOptions,
     EnginePool,
     SuiteRun,
@@ -33,10 +33,10 @@ from stackroute.bench.harness import (
     run_all,
     run_suite,
 )
-from stackroute.bench.layouts import JsonProtocolLayout, VolatileFirstLayout
-from stackroute.bench.policies import Answer, parse_choice, read_arguments
-from stackroute.bench.report import render_report
-from stackroute.bench.scenarios import SCENARIOS, find_shared_data
+from stackroute.bench.suites.layouts import JsonProtocolLayout, VolatileFirstLayout
+from stackroute.bench.suites.policies import Answer, parse_choice, read_arguments
+from stackroute.bench.suites.report import render_report
+from stackroute.bench.suites.scenarios import SCENARIOS, find_shared_data
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.flat import flatten
@@ -213,7 +213,7 @@ def test_read_arguments(text: str, finish: str, value: Any, problem_start: str |
 
 
 def services_tree(num_leaves: int = 16) -> CapabilityTree:
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.workloads.generate import generate_suite
 
     return build_tree(generate_suite("scale-up", num_leaves=num_leaves, seed=0).catalog)
 
@@ -267,7 +267,7 @@ def forced_run(tree: CapabilityTree, policy: ScriptedPolicy, query: Query,
 
 
 def test_gold_router_follows_gold_and_records_the_model_answers() -> None:
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.workloads.generate import generate_suite
 
     gen = generate_suite("scale-up", num_leaves=16, seed=0)
     tree = build_tree(gen.catalog)

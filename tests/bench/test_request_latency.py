@@ -1,5 +1,6 @@
-"""bench/request_latency.py: the parts that need no model (checkout namespaces, suite files,
-the summary); the side-by-side run itself is a benchmark (bench/results/*-request-latency)."""
+"""bench/experiments/request_latency.py: the parts that need no model (checkout namespaces,
+suite files, the summary); the side-by-side run itself is a benchmark
+(bench/results/*-request-latency)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stackroute.bench.request_latency import (
+from stackroute.bench.experiments.request_latency import (
     PACKAGES,
     namespace_for,
     percentile,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from stackroute.bench.environment import engine_environment, git_state
-from stackroute.bench.robust_bench import goal_check, variants
+from stackroute.bench.experiments.robust import goal_check, variants
 from stackroute.server.routing.recovery import RecoveryOptions
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.bench.layouts import JSON_ANSWER, JsonProtocolLayout
 from stackroute.bench.experiments.shared_prompt import evenly, main, summarize
+from stackroute.bench.suites.layouts import JSON_ANSWER, JsonProtocolLayout
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.prompt import PromptOrder, PromptStyle

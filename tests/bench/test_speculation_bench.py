@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from stackroute.bench import speculation_bench
+from stackroute.bench.experiments import speculation as speculation_bench
 
 
 def test_smoke_run_is_identical_and_accepts_the_cached_route(

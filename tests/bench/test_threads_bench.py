@@ -1,11 +1,11 @@
-"""bench/threads_bench.py: the parts that need no model (configurations, the busy processes);
+"""bench/experiments/threads.py: the parts that need no model (configurations, the busy processes);
 the measurement itself is a benchmark (bench/results/*-cpu-threads-*)."""
 
 from __future__ import annotations
 
 import pytest
-from stackroute.bench import threads_bench
-from stackroute.bench.threads_bench import busy_processes, parse_configs, wait_env
+from stackroute.bench.experiments import threads as threads_bench
+from stackroute.bench.experiments.threads import busy_processes, parse_configs, wait_env
 
 
 def test_configurations_name_threads_waits_and_precision() -> None:

@@ -16,7 +16,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from stackroute.bench.scripted_engine import ScriptedEngine
+from stackroute.bench.fixtures.scripted_engine import ScriptedEngine
 from stackroute.server.http.app import create_app
 from stackroute.server.settings import ServerSettings
 

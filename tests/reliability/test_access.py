@@ -18,7 +18,7 @@ from stackroute.server.http.json_logging import JsonFormatter
 
 SECRET = "sk-live-7f3a9c1e5b2d4f60-secret"
 WRONG = "sk-live-7f3a9c1e5b2d4f60-secreT"  # same length, one byte off at the end
-HANDLERS = "stackroute.bench.crash_handlers"
+HANDLERS = "stackroute.bench.reliability.crash_handlers"
 
 
 def catalog_with_handler(handler: str) -> dict[str, Any]:

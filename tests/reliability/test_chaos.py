@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from stackroute.bench.chaos import main, run_chaos
-from stackroute.bench.chaos_report import SMOKE
+from stackroute.bench.reliability.chaos import main, run_chaos
+from stackroute.bench.reliability.chaos_report import SMOKE
 
 
 def test_chaos_smoke_loses_no_session_and_runs_no_side_effect_twice(

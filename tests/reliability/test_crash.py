@@ -1,14 +1,14 @@
 """Crash safety, CI size: `stackroute serve` SIGKILLed 5 times under live multi-level sessions
-(bench/crash_harness.py has the checks and the full size), and the engine import path the
-harness relies on."""
+(bench/reliability/crash_harness.py has the checks and the full size), and the engine import
+path the harness relies on."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from stackroute.bench.crash_harness import SMOKE_KILLS, HarnessOptions, run_harness
-from stackroute.bench.scripted_engine import ScriptedEngine
+from stackroute.bench.fixtures.scripted_engine import ScriptedEngine
+from stackroute.bench.reliability.crash_harness import SMOKE_KILLS, HarnessOptions, run_harness
 from stackroute.server.http.app import build_engine
 from stackroute.server.settings import ServerSettings, SettingsError
 
@@ -24,14 +24,14 @@ def test_kills_lose_nothing_and_run_no_leaf_twice(tmp_path: Path) -> None:
 
 
 def test_an_engine_named_by_import_path_is_built_without_a_registry() -> None:
-    settings = ServerSettings(engine="stackroute.bench.scripted_engine:create")
+    settings = ServerSettings(engine="stackroute.bench.fixtures.scripted_engine:create")
     assert isinstance(build_engine(settings), ScriptedEngine)
 
 
 @pytest.mark.parametrize(("engine", "expected"), [
     ("stackroute.bench.no_such_module:create", "cannot import module"),
-    ("stackroute.bench.scripted_engine:nothing", "has no callable 'nothing'"),
-    ("stackroute.bench.scripted_engine:DEFAULT_DELAY_S", "has no callable"),
+    ("stackroute.bench.fixtures.scripted_engine:nothing", "has no callable 'nothing'"),
+    ("stackroute.bench.fixtures.scripted_engine:DEFAULT_DELAY_S", "has no callable"),
     ("not an engine", "unknown engine 'not an engine'"),
 ])
 def test_bad_engine_import_paths_are_settings_errors(engine: str, expected: str) -> None:

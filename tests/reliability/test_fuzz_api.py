@@ -2,7 +2,7 @@
 scripted engine: schemathesis over the OpenAPI schema (positive and negative data) and our own
 strategies (mutated run states, broken bodies, hostile headers and path segments). Every
 answer is a success or a 4xx in the one error shape, in time; the server stays up. The
-full-size run is `python -m stackroute.bench.fuzz_report`."""
+full-size run is `python -m stackroute.bench.reliability.fuzz_report`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from reliability_kit import error_of, fast_settings, serve
-from stackroute.bench.fuzz_api import (
+from stackroute.bench.fixtures.scripted_engine import ScriptedEngine
+from stackroute.bench.reliability.fuzz_api import (
     SEED_CATALOG,
     FuzzStats,
     Known,
@@ -20,7 +21,6 @@ from stackroute.bench.fuzz_api import (
     run_schemathesis,
     seed_server,
 )
-from stackroute.bench.scripted_engine import ScriptedEngine
 from stackroute.server.http.app import create_app
 
 NUM_SCHEMATHESIS_EXAMPLES = 6  # per operation, data mode and path-parameter choice

@@ -1,7 +1,7 @@
 """Hostile catalogs (hypothesis + a table of named attacks), through
 `runtime.catalog.parse_catalog_text` and through `POST /v1/catalogs`: every rejection names the
 problem (a 4xx over HTTP), nothing else is ever raised, nothing hangs, memory stays bounded.
-The full-size run is `python -m stackroute.bench.fuzz_report`."""
+The full-size run is `python -m stackroute.bench.reliability.fuzz_report`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from reliability_kit import error_of, fast_client
-from stackroute.bench.fuzz_cases import (
+from stackroute.bench.reliability.fuzz_cases import (
     ATTACKS,
     MAX_SECONDS,
     alias_bomb,

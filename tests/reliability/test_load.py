@@ -1,8 +1,8 @@
 """Load, CI size: routing and session clients against the real app on uvicorn (loopback) with
 the embedded model, for a few seconds, behind a one-slot engine queue. Every request is
 answered or refused with a clean 429; no accepted session is lost; the prefix cache stays under
-its byte cap. The full size is `python -m stackroute.bench.load_test` (`stackroute serve` as a
-child process, 60 s)."""
+its byte cap. The full size is `stackroute bench load` (`stackroute serve` as a child process,
+60 s)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from reliability_kit import fast_settings, serve
-from stackroute.bench.load_test import EXAMPLES, LoadOptions, load_queries, run_load
+from stackroute.bench.reliability.load_test import EXAMPLES, LoadOptions, load_queries, run_load
 from stackroute.server.http.app import create_app
 
 CACHE_CAP_BYTES = 4 << 20  # small: a few routing prompts fill it, so eviction is exercised

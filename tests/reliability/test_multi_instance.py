@@ -1,15 +1,15 @@
 """Several `stackroute serve` instances over one real PostgreSQL (a throwaway cluster:
 tests/pg_fixture.py): a session started on A is approved through B and finishes on C while C
 streams its events; and the crash harness at CI size with three instances, one SIGKILLed and
-restarted at each kill (bench/crash_harness.py has the checks; its full size is in
+restarted at each kill (bench/reliability/crash_harness.py has the checks; its full size is in
 bench/results/2026-12-03-cpu-multi-instance)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from stackroute.bench.crash_harness import PACED_ENGINE, HarnessOptions, run_harness
-from stackroute.bench.multi_instance import relay
+from stackroute.bench.reliability.crash_harness import PACED_ENGINE, HarnessOptions, run_harness
+from stackroute.bench.reliability.multi_instance import relay
 
 
 def test_a_session_started_on_a_is_approved_through_b_and_finishes_on_c(

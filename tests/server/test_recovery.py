@@ -330,7 +330,7 @@ def _requests(tree: Any, script: list[str]) -> list[RoutingRequest]:
 @pytest.mark.model
 def test_real_model_and_embedder_record_confidence_and_recover(engine: Any,
                                                                tmp_path: Any) -> None:
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.workloads.generate import generate_suite
     from stackroute.runtime.catalog import build_tree
     from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.routing.router import evidence_for_tree

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.bench.crash_handlers import LOG_ENV, read_log
-from stackroute.bench.crash_plan import CATALOG, HANDLER_MODULE, Job
-from stackroute.bench.scripted_engine import ScriptedEngine
+from stackroute.bench.fixtures.scripted_engine import ScriptedEngine
+from stackroute.bench.reliability.crash_handlers import LOG_ENV, read_log
+from stackroute.bench.reliability.crash_plan import CATALOG, HANDLER_MODULE, Job
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.server.routing.router import build_machine

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stackroute.bench.crash_handlers import LOG_ENV, read_log
-from stackroute.bench.crash_plan import CATALOG, HANDLER_MODULE, Job
-from stackroute.bench.scripted_engine import ScriptedEngine
+from stackroute.bench.fixtures.scripted_engine import ScriptedEngine
+from stackroute.bench.reliability.crash_handlers import LOG_ENV, read_log
+from stackroute.bench.reliability.crash_plan import CATALOG, HANDLER_MODULE, Job
 from stackroute.runtime.errors import StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.server.service.catalog_registry import CatalogRegistry

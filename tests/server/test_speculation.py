@@ -331,7 +331,7 @@ def test_an_engine_without_path_verification_routes_step_by_step() -> None:
 # -- tier b: the real model ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spec_tree() -> CapabilityTree:
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.workloads.generate import generate_suite
 
     return build_tree(generate_suite("scale-up", num_leaves=32, seed=3).catalog)
 

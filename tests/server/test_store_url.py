@@ -53,7 +53,7 @@ def test_a_settings_db_url_is_kept_as_given_not_turned_into_a_path() -> None:
 def _serve(tmp_path: Path, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "stackroute.server.cli", "serve", "--port", "0", "--db", db,
-         "--engine", "stackroute.bench.scripted_engine:create"],
+         "--engine", "stackroute.bench.fixtures.scripted_engine:create"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -170,8 +170,8 @@ def test_forced_tokens_cost_no_pass(engine: TransformersEngine,
                                     step_by_step: TransformersEngine,
                                     schema: dict[str, Any]) -> None:
     # The answers may differ: sampling every token lets the mask's non-canonical spellings
-    # ('{' '"' 'pay' …) compete, which changes the model's context (bench/jump_forward_bench.py
-    # measures how often); both are schema-valid.
+    # ('{' '"' 'pay' …) compete, which changes the model's context
+    # (bench/experiments/jump_forward.py measures how often); both are schema-valid.
     prompt = PROMPT.extend(Message("user", f"Arguments as JSON for: {json.dumps(schema)}"))
     sampling = SamplingOptions(max_tokens=96)
     fast = engine.generate(prompt, constraint=Constraint.json(schema), sampling=sampling)

@@ -286,8 +286,8 @@ def test_the_registry_refuses_a_base_url() -> None:
 def four_call_route() -> list[tuple[Prompt, tuple[str, ...]]]:
     """The transformers engine benchmark's workload: the gold route of the scale-up catalog's
     first query at 128 leaves (4 routing calls, each prompt extending the previous one)."""
-    from stackroute.bench.engine_bench import gold_route_prompts
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.experiments.engine import gold_route_prompts
+    from stackroute.bench.workloads.generate import generate_suite
 
     gen = generate_suite("scale-up", num_leaves=128, seed=0)
     query = gen.queries[0]
