@@ -20,7 +20,7 @@ import pytest
 from live_server import serve, server_settings
 from stackroute.server.http.app import create_app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MAX_TOKENS = 12  # plain answers: the model is 135M on a couple of shared CPU cores
 SEND = [{"role": "user", "content": "Send 25 dollars to Alice"}]
 

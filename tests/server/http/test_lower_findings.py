@@ -24,7 +24,7 @@ from stackroute.server.http.app import create_app
 from stackroute.server.http.metrics import Metrics
 from stackroute.server.telemetry import Telemetry
 
-STATIC = Path(__file__).resolve().parents[2] / "server" / "http" / "console" / "static"
+STATIC = Path(__file__).resolve().parents[3] / "server" / "http" / "console" / "static"
 # "Asha" then a right-to-left override: a browser shows the digits after it reversed.
 PAYEE = "Asha\u202e0001\u202c\u200b"
 
