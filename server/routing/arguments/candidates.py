@@ -33,6 +33,10 @@ _DATE_WORDS = ("date", "day", "month", "deadline", "birthday", "when", "start", 
 _TIME_WORDS = ("time", "hour", "start", "end", "when")
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
                           "destination", "venue", "site", "state", "town"))
+_LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|Dutch|Russian|"
+                       r"Chinese|Mandarin|Cantonese|Japanese|Korean|Arabic|Hindi|Bengali|"
+                       r"Turkish|Polish|Greek|Hebrew|Swedish|Vietnamese|Thai|Indonesian|"
+                       r"Swahili|Urdu|Persian)\b")
 _PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
 SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
@@ -188,9 +192,14 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
             out += [Candidate(f, f, "date", prior) for f in forms]
     if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
+        # a property named for a time ("time_period") takes a clock time as its own kind
+        prior = 3.0 if fmt in ("time", "date-time") or "time" in words else 2.0
         for found_time in find_times(request):
-            out += [Candidate(f, f, "time", 2.0)
+            out += [Candidate(f, f, "time", prior, found_time.span)
                     for f in time_forms(found_time, schema_format=fmt)]
+    if "language" in words or "lang" in words:
+        out += [Candidate(m[0], m[0], "language", 3.0, m.span())
+                for m in _LANGUAGE.finditer(request)]
     if "phone" in words or fmt == "phone":
         out += [Candidate(m[0].strip(), m[0].strip(), "phone", 3.0)
                 for m in _PHONE.finditer(request)]

@@ -34,7 +34,7 @@ NONE_OPTION = "NONE"
 # How far the candidates' priors (log-odds from the request's own evidence: a value's label,
 # its kind, its place) move the model's choice; measured on Seal-Tools dev (bench right-call).
 PRIOR_SCALE = 1.0
-_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id"))
+_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id", "language"))
 
 
 @dataclass

@@ -92,3 +92,26 @@ def test_a_year_inside_a_date_is_no_name() -> None:
     found = {c.text: c.prior for c in candidates("location", {"type": "string"}, request)}
     assert found["2013"] < -2.0
     assert max(found, key=lambda t: found[t]) == "New York"
+
+
+@pytest.mark.parametrize(("name", "request_text", "expected"), [
+    # dev-easy-37 / dev-easy-162: an optional language was dropped (the request never says
+    # "language"); a language name is a value only a language property takes
+    ("language", "Provide information about labor laws in Japan in Japanese.", "Japanese"),
+    ("target_lang", "Format the text according to the style guide in English.", "English"),
+    # dev-easy-127: "at 15:38" for an optional time_period
+    ("time_period", "Provide me with the retail revenue analytics at 15:38.", "15:38"),
+])
+def test_a_value_of_the_propertys_own_kind_leads_and_is_supported(
+        name: str, request_text: str, expected: str) -> None:
+    from stackroute.server.routing.arguments.filling import _supported
+
+    found = candidates(name, {"type": "string"}, request_text)
+    assert found[0].text == expected and found[0].prior >= 3.0
+    assert _supported(name, {"type": "string"}, found, request_text, set())
+
+
+def test_no_language_is_offered_where_the_request_names_none() -> None:
+    found = candidates("language", {"type": "string"}, "Provide information about labor laws.")
+    assert not any(c.kind == "language" for c in found)
+    assert not any(c.prior >= 3.0 for c in found)
