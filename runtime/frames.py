@@ -28,6 +28,9 @@ class Frame:
     history: list[str] = field(default_factory=list)  # every choice made in this frame
     tried: list[str] = field(default_factory=list)  # branches abandoned with BACK
     is_alerted: bool = False  # a branch-switch alert was raised here already
+    # The options this frame's opening turn shows while its menu is shortlisted (None: the
+    # full menu, from the start or since the model answered OTHER).
+    shortlist: tuple[str, ...] | None = None
 
     @property
     def output(self) -> list[dict[str, Any]]:
@@ -44,6 +47,7 @@ class Frame:
             "history": self.history,
             "tried": self.tried,
             "is_alerted": self.is_alerted,
+            "shortlist": None if self.shortlist is None else list(self.shortlist),
         }
 
     @classmethod
@@ -58,4 +62,6 @@ class Frame:
             history=list(data["history"]),
             tried=list(data["tried"]),
             is_alerted=bool(data["is_alerted"]),
+            shortlist=None if data.get("shortlist") is None
+            else tuple(str(c) for c in data["shortlist"]),
         )

@@ -18,11 +18,11 @@ from stackroute.runtime.errors import StateError
 from stackroute.runtime.frames import Frame
 from stackroute.runtime.governance import LimitKind, Limits, RunStatus, count_branch_switches
 from stackroute.runtime.handlers import Executor, LocalExecutor
-from stackroute.runtime.menu import CompletionState, Menu
+from stackroute.runtime.menu import CompletionState, Menu, frame_menu
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import PromptLayout, answer
-from stackroute.runtime.router import Router, RoutingRequest
-from stackroute.runtime.schemas import argument_errors
+from stackroute.runtime.router import Router, RoutingRequest, Shortlister
+from stackroute.runtime.schemas import argument_errors, is_json_object
 from stackroute.runtime.state import (
     PendingCall,
     PendingKind,
@@ -45,8 +45,10 @@ class StackMachine:
         layout: PromptLayout | None = None,
         limits: Limits | None = None,
         clock: Callable[[], float] = time.time,
+        shortlister: Shortlister | None = None,
     ) -> None:
         self.tree = tree
+        self.shortlister = shortlister  # None: every frame opens with its full menu
         self.router = router
         self.executor = executor or LocalExecutor()
         self.layout = layout or PromptLayout(tree)
@@ -62,17 +64,18 @@ class StackMachine:
             run_id=run_id or uuid.uuid4().hex, catalog=self.tree.name,
             conversation=[Message("user", task)], limits=self.limits, is_flat=is_flat,
         )
-        self._push(state, self.tree.root)
         target = self.tree.get(at)
         if target is None:  # the user's bad input (`route --node`), not a KeyError
             raise StateError(f"no node at path {at!r} in catalog {self.tree.name!r}")
         if target.is_leaf:
             raise StateError(f"{at!r} is a leaf; a run can start only at a router")
+        self._push(state, self.tree.root, may_shortlist=not target.path)
         for depth in range(1, target.depth + 1):
             frame = state.top()
             frame.turns.append(answer(target.path[depth - 1]))
             frame.history.append(target.path[depth - 1])
-            self._push(state, self.tree.node(target.path[:depth]), parent=frame)
+            self._push(state, self.tree.node(target.path[:depth]), parent=frame,
+                       may_shortlist=depth == target.depth)
         return state
 
     def run(self, state: RunState) -> RunState:
@@ -181,22 +184,12 @@ class StackMachine:
 
     # -- menus -----------------------------------------------------------------------------
     def menu_for(self, state: RunState, frame: Frame) -> Menu:
-        """Children not yet abandoned here, then the completion states that mean something.
-
-        The root has no parent to go BACK to; its DONE means "all done" or "nothing applies".
-        Elsewhere BACK is offered until the frame has produced something, DONE once it has
-        (small models over-pick completion states, so never offer a meaningless one).
-        """
+        """What `frame` may answer now (`frame_menu`: children not abandoned here, only those
+        shown while it is shortlisted, then the completion states that mean something)."""
         node = self.tree.node(frame.node_path)
-        tried = set(frame.tried) if state.limits.exclude_tried else set()
-        children = tuple(n for n in node.child_names if n not in tried)
-        if node.depth == 0:
-            states: tuple[CompletionState, ...] = (CompletionState.DONE,)
-        elif frame.accumulator:
-            states = (CompletionState.DONE,)
-        else:
-            states = (CompletionState.BACK,)
-        return Menu(node_path=node.path_str, children=children, states=states)
+        return frame_menu(path=node.path_str, child_names=node.child_names, depth=node.depth,
+                          tried=tuple(frame.tried) if state.limits.exclude_tried else (),
+                          has_output=bool(frame.accumulator), shortlist=frame.shortlist)
 
     # -- transitions -----------------------------------------------------------------------
     def _apply(self, state: RunState, frame: Frame, node: Node, menu: Menu,
@@ -212,6 +205,9 @@ class StackMachine:
             self._pop_done(state, frame, status=RunStatus.DONE)
         elif choice == CompletionState.BACK:
             self._pop_back(state, frame)
+        elif choice == CompletionState.OTHER:  # the shortlist missed: the full menu follows
+            frame.shortlist = None
+            frame.turns += [answer(choice), self.layout.full_menu_turn(node)]
         else:
             child = node.child(choice)
             if child is None:  # the menu only holds children; anything else is our bug
@@ -241,15 +237,26 @@ class StackMachine:
                 "alert": "branch_switching", "switches": switches,
                 "history": list(frame.history)})
 
-    def _push(self, state: RunState, node: Node, parent: Frame | None = None) -> None:
+    def _push(self, state: RunState, node: Node, parent: Frame | None = None, *,
+              may_shortlist: bool = True) -> None:
+        """Open a frame at `node`, shortlisted where the shortlister says (OTHER appends the
+        full menu later: the prompt stays append-only)."""
         frame = Frame(frame_id=state.next_frame_id, node_path=node.path_str,
-                      parent_id=None if parent is None else parent.frame_id,
-                      turns=[self.layout.menu_turn(
-                          node, request=state.task if parent is None else None)])
+                      parent_id=None if parent is None else parent.frame_id)
+        request = state.task if parent is None else None
+        shortlist = self.shortlister.shortlist(state.task, tuple(c["path"] for c in state.calls),
+                                               node, self.menu_for(state, frame)) \
+            if self.shortlister is not None and may_shortlist else None
+        frame.shortlist = None if shortlist is None else shortlist.children
+        frame.turns.append(self.layout.opening_turn(node, self.menu_for(state, frame),
+                                                    shortlist, request=request))
         state.next_frame_id += 1
         state.stack.append(frame)
+        detail: dict[str, Any] = {"task": state.task} if parent is None else {}
+        if shortlist is not None:
+            detail["shortlist"] = {"options": list(shortlist.children), "margin": shortlist.margin}
         self._record(state, EventKind.START if parent is None else EventKind.PUSH, frame,
-                     detail={"task": state.task} if parent is None else {})
+                     detail=detail)
 
     def _leaf_decided(self, state: RunState, frame: Frame, leaf: Node,
                       decision: Decision) -> None:
@@ -259,7 +266,7 @@ class StackMachine:
             arguments_text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
         turns = [answer(leaf.name), self.layout.arguments_request(leaf, state.task),
                  Message("assistant", arguments_text)]
-        if not _is_json_object(arguments_text):
+        if not is_json_object(arguments_text):
             # Cut off, or not JSON at all: a misstep as it stands. Never validated against
             # the schema: a catalog's pattern applied to arbitrary model text can stall.
             frame.turns.extend(turns[:2])
@@ -389,9 +396,3 @@ class StackMachine:
 def _limit_reached(state: RunState, frame: Frame) -> LimitKind | None:
     return state.limits.reached(num_steps=state.num_steps, num_iterations=frame.num_iterations)
 
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
-        return False

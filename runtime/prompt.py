@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from stackroute.runtime.menu import CompletionState, Menu
+from stackroute.runtime.menu import CompletionState, Menu, Shortlist
 from stackroute.runtime.messages import Message
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree, Node
@@ -35,6 +35,7 @@ SYSTEM_TEXT = (
 STATE_HELP = {
     CompletionState.DONE: "the request is handled at this level; return",
     CompletionState.BACK: "nothing here fits the request; go back up",
+    CompletionState.OTHER: "none of these; show every option here",
 }
 ROOT_DONE_HELP = "the request is fully handled, or nothing here applies"
 MENU_FOOTER = "Answer with one option name."
@@ -111,16 +112,45 @@ class PromptLayout:
         lead = [f"Request: {request}\n"] if request is not None else []
         return Message("user", "\n".join([*lead, self.menu_listing(node), MENU_FOOTER]))
 
+    def opening_turn(self, node: Node, menu: Menu, shortlist: Shortlist | None, *,
+                     request: str | None = None) -> Message:
+        """A frame's first turn: its menu, or its shortlist where it has one (`menu`: the
+        frame's menu as it opens)."""
+        if shortlist is None:
+            return self.menu_turn(node, request=request)
+        return self.shortlist_turn(node, shortlist, menu, request=request)
+
+    def shortlist_turn(self, node: Node, shortlist: Shortlist, menu: Menu, *,
+                       request: str | None = None) -> Message:
+        """The opening turn of a shortlisted frame: where it is, the options shown (with their
+        descriptions) and the states on `menu` (OTHER first, which opens the full menu)."""
+        lead = [f"Request: {request}\n"] if request is not None else []
+        lines = [self._where(node), "Likely options:"]
+        lines += [self._option_line(c) for c in node.children if c.name in shortlist.children]
+        lines += [f"- {s.value}: {_state_help(node, s)}" for s in menu.states]
+        return Message("user", "\n".join([*lead, *lines, MENU_FOOTER]))
+
+    def full_menu_turn(self, node: Node) -> Message:
+        """What follows OTHER on a shortlisted frame: the full menu (the root's, menu-first,
+        is in the header already, so the turn points there)."""
+        if node.depth == 0 and self.style.order is PromptOrder.MENU_FIRST:
+            return Message("user", f"Every option at the top level is listed above. "
+                                   f"{MENU_FOOTER}")
+        return self.menu_turn(node)
+
+    def _where(self, node: Node) -> str:
+        if node.depth == 0:
+            return "You are at the top level."
+        return f"You are at {node.path_str}." + (f" {self._clip(node.description)}"
+                                                 if node.description else "")
+
     def menu_listing(self, node: Node) -> str:
         """Where a menu is and its options, one line each, completion states last."""
         is_root = node.depth == 0
-        where = "the top level" if is_root else node.path_str
-        lines = [f"You are at {where}." + (f" {self._clip(node.description)}"
-                                           if node.description and not is_root else "")]
-        lines.append("Options:")
+        lines = [self._where(node), "Options:"]
         for child in node.children:
             lines.append(self._option_line(child))
-        lines.append(f"- DONE: {ROOT_DONE_HELP if is_root else STATE_HELP[CompletionState.DONE]}")
+        lines.append(f"- DONE: {_state_help(node, CompletionState.DONE)}")
         if not is_root:
             lines.append(f"- BACK: {STATE_HELP[CompletionState.BACK]}")
         return "\n".join(lines)
@@ -186,6 +216,11 @@ class PromptLayout:
         limit = self.style.max_description_chars
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _state_help(node: Node, state: CompletionState) -> str:
+    return ROOT_DONE_HELP if node.depth == 0 and state is CompletionState.DONE \
+        else STATE_HELP[state]
 
 
 def next_hint(menu: Menu) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from stackroute.runtime.decision import Decision
-from stackroute.runtime.menu import Menu
+from stackroute.runtime.menu import Menu, Shortlist
 from stackroute.runtime.prompt import Prompt, PromptLayout, answer
 from stackroute.runtime.tree import Node
 
@@ -49,6 +49,14 @@ class Router(Protocol):
     def route(self, request: RoutingRequest) -> Decision:
         """Pick one menu option; for a leaf, also its arguments."""
         ...
+
+
+class Shortlister(Protocol):
+    """Decides whether a frame opens with a shortlist of its menu (and which options) or with
+    the full menu (None); the machine asks once per frame, when it pushes it."""
+
+    def shortlist(self, task: str, calls: tuple[str, ...], node: Node,
+                  menu: Menu) -> Shortlist | None: ...
 
 
 ScriptStep = str | tuple[str, Mapping[str, Any]]

@@ -10,6 +10,7 @@ as strictly); `tests/runtime/test_schemas.py` compares the two on a table and on
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -131,3 +132,11 @@ def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, An
         return [f"the schema cannot be applied: unresolvable reference ({e})"]
     except RecursionError:  # a `$ref` cycle that never reaches a value (schema_hazards)
         return ["the schema cannot be applied: its references recurse without end"]
+
+
+def is_json_object(text: str) -> bool:
+    """Whether `text` parses as a JSON object (arguments a model wrote, cut off or not)."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False

@@ -110,6 +110,15 @@ class ServerSettings(BaseSettings):
         PromptOrder.MENU_FIRST, description="where a routing prompt puts the root's "
         "menu: menu-first (before the request, so every request on a catalog shares its KV; "
         "runtime/prompt.py) | request-first (after it, the layout before issue 29)")
+    shortlist: bool = Field(
+        False, description="guided policy: an inner menu opens with its best options and "
+        "OTHER (which opens the full menu) where the leaf evidence separates them from the "
+        "rest by shortlist_margin (server/routing/shortlist.py); off: every menu in full")
+    shortlist_margin: float = Field(
+        0.05, ge=0, description="evidence gap (cosine units) between a shortlist's last "
+        "option and the first option it hides")
+    shortlist_max_options: int = Field(
+        3, ge=1, description="options a shortlisted menu shows at most (besides OTHER)")
     abstain: bool = Field(
         True, description="guided policy: before a run's first leaf call, ask the model "
         "whether the leaf does what the request asks and end the run with no call when the "
@@ -286,6 +295,7 @@ class ServerSettings(BaseSettings):
         return router_options(model, policy=self.policy, calibration=self.calibration,
                               speculation=self.speculation, unwinding=self.unwinding,
                               prompt_order=self.prompt_order,
+                              shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               max_argument_tokens=self.max_argument_tokens,
                               abstain=self.abstain)
 

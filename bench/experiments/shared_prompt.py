@@ -1,17 +1,24 @@
-"""`stackroute bench shared-prompt`: the root's menu before the request vs after it (issue 29).
+"""`stackroute bench shared-prompt`: what a request prefills when its prompt is shared (issue 29).
 
-One long-lived process, product defaults (`stackroute eval`'s routing options for the model:
-the guided policy with its calibration where one ships). The model is loaded once; each
-prompt order gets its own engine over the same weights, with its own prefix cache, and its
-own router pool (so neither order's cache or contrasts help the other). Per suite, the first
-query warms both (not reported: "the second and later requests"); then every query runs under
-both orders, alternating which goes first, so both see the same machine load. Reported per
-suite and order: prompt, prefilled and cached tokens, model calls, p50/p95 request wall
-time, routing and exact-call success on the same items, and how often the two orders called
-the same leaves.
+Two comparisons, each side by side in one long-lived process with product defaults
+(`stackroute eval`'s routing options for the model: the guided policy with its calibration
+where one ships), except for what is compared:
+- `--compare shortlist` (the default): every menu in full vs inner menus shortlisted where the
+  evidence is sure (`server/routing/shortlist.py`), one side per `--margins` value, all in
+  the product's prompt order;
+- `--compare order`: the root's menu after the request (request-first) vs before it.
+The model is loaded once; each side gets its own engine over the same weights, with its own
+prefix cache, and its own router pool (so no side's cache or contrasts help another). Per
+suite, the first query warms every side (not reported: "the second and later requests");
+then every query runs under every side, rotating which goes first, so all see the same
+machine load. Reported per suite and side: prompt, prefilled and cached tokens, model calls,
+p50/p95 request wall time, routing and exact-call success on the same items, how often each
+side called the same leaves as the first side, and (shortlist) how many frames opened
+shortlisted and how often the model answered OTHER.
 
-    stackroute bench shared-prompt --suites seal-test,cache-128,bank --limit 12 --out DIR
-    stackroute bench shared-prompt --smoke          # the bank example, 3 queries
+    stackroute bench shared-prompt --suites seal-test --limit 50 --warm root --out DIR
+    stackroute bench shared-prompt --compare order --suites seal-test,cache-128,bank
+    stackroute bench shared-prompt --smoke          # the bank example, 2 reported queries
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.runtime.catalog import load_catalog
+from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.prompt import PromptOrder
+from stackroute.runtime.state import RunState
+from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.routing.prefix_warming import WarmScope, warm_catalog
 from stackroute.server.tools.evaluate import Query, read_queries, run_query, score
@@ -36,7 +46,7 @@ from stackroute.server.tools.evaluate import Query, read_queries, run_query, sco
 ROOT = Path(__file__).resolve().parents[2]
 SEAL_DIR = ROOT.parent / "shared" / "data" / "seal-tools"
 SUITE_NAMES = ("seal-test", "seal-dev", "cache-128", "bank", "overlap-32", "clean-32")
-ORDERS = (PromptOrder.REQUEST_FIRST, PromptOrder.MENU_FIRST)
+COMPARISONS = ("shortlist", "order")
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ def _load_suite(name: str, *, count: int, seal_dir: Path) -> Suite:
                  "clean-32": ("clean-semantic", 32)}
     if name not in generated:
         raise ValueError(f"unknown suite {name!r}; known: {', '.join(SUITE_NAMES)}")
-    from stackroute.bench.generate import generate_suite
+    from stackroute.bench.workloads.generate import generate_suite
     from stackroute.runtime.catalog import build_tree
 
     suite, size = generated[name]
@@ -85,22 +95,55 @@ def _load_suite(name: str, *, count: int, seal_dir: Path) -> Suite:
     return Suite(name, build_tree(made.catalog), evenly(queries, count))
 
 
+@dataclass(frozen=True)
+class SideSpec:
+    """One side of a comparison: its label and how its router options differ."""
+
+    label: str
+    order: PromptOrder | None = None  # None: the product's
+    shortlist_margin: float | None = None  # None: shortlist off
+
+
+def side_specs(compare: str, margins: Sequence[float]) -> list[SideSpec]:
+    if compare == "order":
+        return [SideSpec(o.value, order=o) for o in (PromptOrder.REQUEST_FIRST,
+                                                     PromptOrder.MENU_FIRST)]
+    return [SideSpec("full")] + [SideSpec(f"shortlist-{m:g}", shortlist_margin=m)
+                                 for m in margins]
+
+
+def shortlist_counts(state: RunState) -> dict[str, int]:
+    """Frames opened shortlisted, and routing answers OTHER (the full menu asked for)."""
+    return {"shortlisted_frames": sum(1 for e in state.trace
+                                      if e.kind in (EventKind.START, EventKind.PUSH)
+                                      and "shortlist" in e.detail),
+            "other_answers": sum(1 for e in state.trace if e.kind is EventKind.ROUTE
+                                 and e.decision == CompletionState.OTHER),
+            "frames": sum(1 for e in state.trace
+                          if e.kind in (EventKind.START, EventKind.PUSH))}
+
+
 class Side:
-    """One prompt order: its engine (shared weights, own prefix cache) and router pool."""
+    """One side: its engine (shared weights, own prefix cache) and router pool."""
 
-    def __init__(self, order: PromptOrder, engine: Any, options: Any) -> None:
+    def __init__(self, spec: SideSpec, engine: Any, options: Any) -> None:
         from stackroute.server.routing.pool import RouterPool
+        from stackroute.server.routing.shortlist import ShortlistOptions
 
-        self.order = order
+        self.label = spec.label
         self.engine = engine
-        self.pool = RouterPool(engine, replace(options, prompt_order=order))
+        options = replace(options, shortlist=None if spec.shortlist_margin is None else
+                          ShortlistOptions(margin=spec.shortlist_margin))
+        if spec.order is not None:
+            options = replace(options, prompt_order=spec.order)
+        self.pool = RouterPool(engine, options)
 
     def warm(self, tree: CapabilityTree, scope: WarmScope) -> dict[str, Any]:
         """What the service does when a catalog loads (`prefix_warming.py`)."""
         if scope is WarmScope.OFF:
             return {}
         report = warm_catalog(self.pool, tree, scope=scope)
-        return {"order": self.order.value, "warm_menus": report.num_menus,
+        return {"side": self.label, "warm_menus": report.num_menus,
                 "warm_ms": round(report.wall_ms, 1), "warm_usage": report.usage.to_dict()}
 
     def run(self, tree: CapabilityTree, query: Query) -> dict[str, Any]:
@@ -114,13 +157,14 @@ class Side:
             state = None
         wall_ms = (time.perf_counter() - started) * 1e3
         if state is None:
-            return {"order": self.order.value, "id": query.id, "wall_ms": wall_ms,
+            return {"side": self.label, "id": query.id, "wall_ms": wall_ms,
                     "error": error, "success": False, "args_success": False}
         result = score(tree, query, state, wall_ms=wall_ms)
-        return {"order": self.order.value, "id": query.id, "wall_ms": round(wall_ms, 1),
+        return {"side": self.label, "id": query.id, "wall_ms": round(wall_ms, 1),
                 "called": list(result.called), "gold": list(result.gold),
                 "success": result.is_success, "args_success": result.is_args_success,
-                "outcome": result.outcome, "usage": result.usage, "error": result.error}
+                "outcome": result.outcome, "usage": result.usage, "error": result.error,
+                **shortlist_counts(state)}
 
 
 def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
@@ -130,9 +174,10 @@ def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
         warmed = side.warm(suite.tree, warm)
         if warmed:
             out.write(json.dumps({"suite": suite.name, "warm": warm.value, **warmed}) + "\n")
-            log(f"{suite.name} warmed ({side.order.value}): {warmed['warm_ms']:.0f} ms")
+            log(f"{suite.name} warmed ({side.label}): {warmed['warm_ms']:.0f} ms")
     for index, query in enumerate(suite.queries):
-        ordered = list(sides) if index % 2 == 0 else list(reversed(sides))
+        shift = index % len(sides)
+        ordered = list(sides[shift:]) + list(sides[:shift])
         for position, side in enumerate(ordered):
             row = {"suite": suite.name, "index": index,
                    "is_warmup": index < suite.num_warmup,
@@ -140,66 +185,70 @@ def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
             rows.append(row)
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
-            log(f"{suite.name} #{index} {row['order']}: {row['wall_ms']:.0f} ms, "
+            log(f"{suite.name} #{index} {row['side']}: {row['wall_ms']:.0f} ms, "
                 f"success={row['success']}, prefill="
-                f"{row.get('usage', {}).get('prefill_tokens')}")
+                f"{row.get('usage', {}).get('prefill_tokens')}, "
+                f"shortlisted={row.get('shortlisted_frames')}, other={row.get('other_answers')}")
     return rows
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per suite and order over the reported (non-warm-up) queries that both orders ran,
-    plus the new/old ratios."""
+    """Per suite and side over the reported (non-warm-up) queries every side ran, plus each
+    side's ratios to the first side (the baseline) and its calls compared with the
+    baseline's."""
     out: dict[str, Any] = {}
-    rows = [r for r in rows if "order" in r and "index" in r]  # not the warm-on-load lines
+    rows = [r for r in rows if "side" in r and "index" in r]  # not the warm-on-load lines
     for suite in dict.fromkeys(r["suite"] for r in rows):
-        by_order: dict[str, Any] = {}
         mine_all = [r for r in rows if r["suite"] == suite and not r["is_warmup"]]
-        # Only queries both orders finished (a run stopped midway leaves one unpaired).
-        paired = {i for i, n in Counter(r["index"] for r in mine_all).items() if n == len(ORDERS)}
+        labels = list(dict.fromkeys(r["side"] for r in mine_all))
+        # Only queries every side finished (a run stopped midway leaves some unmatched).
+        paired = {i for i, n in Counter(r["index"] for r in mine_all).items()
+                  if n == len(labels)}
         kept = [r for r in mine_all if r["index"] in paired]
-        for order in ORDERS:
-            mine = [r for r in kept if r["order"] == order.value]
-            if not mine:
-                continue
-            walls = sorted(r["wall_ms"] for r in mine)
-
-            def mean(key: str, rows: list[dict[str, Any]] = mine) -> float:
-                return statistics.fmean(r.get("usage", {}).get(key, 0) for r in rows)
-
-            by_order[order.value] = {
-                "num_queries": len(mine), "num_errors": sum(1 for r in mine if r.get("error")),
-                "success": sum(r["success"] for r in mine) / len(mine),
-                "args_success": sum(r["args_success"] for r in mine) / len(mine),
-                "prompt_tokens_mean": mean("prompt_tokens"),
-                "prefill_tokens_mean": mean("prefill_tokens"),
-                "cached_tokens_mean": mean("cached_tokens"),
-                "model_calls_mean": mean("model_calls"),
-                "wall_ms_p50": statistics.median(walls),
-                "wall_ms_p95": walls[min(len(walls) - 1, round(0.95 * (len(walls) - 1)))],
-            }
-        pairs = _pairs(kept)
-        entry: dict[str, Any] = {"by_order": by_order, "num_pairs": len(pairs),
-                                 "same_calls": sum(a.get("called") == b.get("called")
-                                                   for a, b in pairs)}
-        old, new = (by_order.get(o.value) for o in ORDERS)
-        if old and new:
-            entry["ratio_new_over_old"] = {
-                k: new[k] / old[k] if old[k] else None
-                for k in ("prefill_tokens_mean", "prompt_tokens_mean", "wall_ms_p50",
-                          "wall_ms_p95", "model_calls_mean")}
+        by_side = {label: side_summary([r for r in kept if r["side"] == label])
+                   for label in labels}
+        entry: dict[str, Any] = {"by_side": by_side, "num_items": len(paired)}
+        if labels:
+            base = {r["index"]: r for r in kept if r["side"] == labels[0]}
+            for label in labels[1:]:
+                side = [r for r in kept if r["side"] == label]
+                old, new = by_side[labels[0]], by_side[label]
+                entry.setdefault("vs_first", {})[label] = {
+                    "same_calls": sum(r.get("called") == base[r["index"]].get("called")
+                                      for r in side),
+                    **{f"ratio_{k}": new[k] / old[k] if old[k] else None
+                       for k in ("prefill_tokens_mean", "prompt_tokens_mean", "wall_ms_p50",
+                                 "wall_ms_p95", "model_calls_mean")}}
         out[suite] = entry
     return out
 
 
-def _pairs(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    by_index: dict[int, dict[str, dict[str, Any]]] = {}
-    for r in rows:
-        by_index.setdefault(r["index"], {})[r["order"]] = r
-    return [(pair[ORDERS[0].value], pair[ORDERS[1].value]) for pair in by_index.values()
-            if len(pair) == 2]
+def side_summary(mine: list[dict[str, Any]]) -> dict[str, Any]:
+    if not mine:
+        return {"num_queries": 0}
+    walls = sorted(r["wall_ms"] for r in mine)
+
+    def mean(key: str) -> float:
+        return statistics.fmean(r.get("usage", {}).get(key, 0) for r in mine)
+
+    return {
+        "num_queries": len(mine), "num_errors": sum(1 for r in mine if r.get("error")),
+        "success": sum(r["success"] for r in mine) / len(mine),
+        "args_success": sum(r["args_success"] for r in mine) / len(mine),
+        "prompt_tokens_mean": mean("prompt_tokens"),
+        "prefill_tokens_mean": mean("prefill_tokens"),
+        "cached_tokens_mean": mean("cached_tokens"),
+        "model_calls_mean": mean("model_calls"),
+        "wall_ms_p50": statistics.median(walls),
+        "wall_ms_p95": walls[min(len(walls) - 1, round(0.95 * (len(walls) - 1)))],
+        "frames": sum(r.get("frames", 0) for r in mine),
+        "shortlisted_frames": sum(r.get("shortlisted_frames", 0) for r in mine),
+        "other_answers": sum(r.get("other_answers", 0) for r in mine),
+    }
 
 
-def build_sides(model: str | None, threads: int | None) -> list[Side]:
+def build_sides(specs: Sequence[SideSpec], model: str | None,
+                threads: int | None) -> list[Side]:
     from stackroute.server.engines.registry import create_engine
     from stackroute.server.engines.transformers_engine import TransformersEngine
     from stackroute.server.routing.calibration import router_options
@@ -207,15 +256,19 @@ def build_sides(model: str | None, threads: int | None) -> list[Side]:
     first = create_engine("transformers", model=model, num_threads=threads)
     if not isinstance(first, TransformersEngine):
         raise TypeError(f"expected the transformers engine, got {type(first).__name__}")
-    # The same weights, a second prefix cache: neither order warms the other's prompts.
-    second = TransformersEngine(loaded=first.loaded)
     options = router_options(first.info.model)
-    return [Side(ORDERS[0], first, options), Side(ORDERS[1], second, options)]
+    # The same weights, a prefix cache per side: no side warms another's prompts.
+    engines = [first] + [TransformersEngine(loaded=first.loaded) for _ in specs[1:]]
+    return [Side(spec, engine, options) for spec, engine in zip(specs, engines, strict=True)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stackroute bench shared-prompt",
                                      description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", default="shortlist", choices=COMPARISONS,
+                        help="full menus vs shortlisted (per --margins), or the two orders")
+    parser.add_argument("--margins", default="0.08",
+                        help="comma-separated shortlist margins, one side each (shortlist)")
     parser.add_argument("--suites", default="seal-test,cache-128,bank",
                         help=f"comma-separated, of {', '.join(SUITE_NAMES)}")
     parser.add_argument("--limit", type=int, default=12,
@@ -242,7 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    sides = build_sides(args.model, args.threads)
+    margins = [float(m) for m in args.margins.split(",") if m]
+    sides = build_sides(side_specs(args.compare, margins), args.model, args.threads)
     rows: list[dict[str, Any]] = []
     with open(out_dir / "items.jsonl", "a", encoding="utf-8") as out:
         for name in names:

@@ -61,6 +61,13 @@ AbstainOpt = Annotated[bool | None, typer.Option(
     "--abstain/--no-abstain", help="guided policy: before the first leaf call, end the run "
     "with no call when the model's fitted check says no leaf fits the request (on by default "
     "where the model's calibration has the check; the abstain setting)")]
+ShortlistOpt = Annotated[bool | None, typer.Option(
+    "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
+    "options and OTHER (the full menu) where the leaf evidence is sure; default: the "
+    "setting's")]
+ShortlistMarginOpt = Annotated[float | None, typer.Option(
+    "--shortlist-margin", min=0.0, help="evidence gap a shortlist needs between the options "
+    "it shows and those it hides (cosine units); default: the setting's")]
 SpecOpt = Annotated[str | None, typer.Option(
     "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
     "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
@@ -174,12 +181,15 @@ class RoutingFlags:
     speculation: DraftSource | None  # None: the settings' default
     unwinding: bool | None = None  # None: the settings' default
     prompt_order: PromptOrder | None = None
+    shortlist: bool | None = None  # None: the settings' default
+    shortlist_margin: float | None = None
     abstain: bool | None = None  # None: the settings' default
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
               speculation: str | None = None, no_speculation: bool = False,
               unwinding: bool | None = None, prompt_order: str | None = None,
+              shortlist: bool | None = None, shortlist_margin: float | None = None,
               abstain: bool | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
@@ -190,6 +200,7 @@ class RoutingFlags:
                    unwinding=unwinding,
                    prompt_order=None if prompt_order is None
                    else _parse(PromptOrder, "--prompt-order", prompt_order),
+                   shortlist=shortlist, shortlist_margin=shortlist_margin,
                    abstain=abstain)
 
     def options_for(self, engine: Any) -> RouterOptions:
@@ -200,6 +211,7 @@ class RoutingFlags:
         return router_options(engine.info.model, policy=self.policy,
                               calibration=self.calibration, speculation=self.speculation,
                               unwinding=self.unwinding, prompt_order=self.prompt_order,
+                              shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               abstain=self.abstain)
 
 

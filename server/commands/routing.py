@@ -28,6 +28,8 @@ from stackroute.server.commands.common import (
     RemoteConstraintsOpt,
     RoutingFlags,
     ServedModelNameOpt,
+    ShortlistMarginOpt,
+    ShortlistOpt,
     SpecOpt,
     StringCharsOpt,
     UnwindOpt,
@@ -104,6 +106,7 @@ def run(
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
+    shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
     abstain: AbstainOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
@@ -116,6 +119,7 @@ def run(
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
                                    unwinding=unwinding, prompt_order=prompt_order,
+                                   shortlist=shortlist, shortlist_margin=shortlist_margin,
                                    abstain=abstain)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
@@ -170,6 +174,7 @@ def eval_(
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
+    shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
     abstain: AbstainOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
@@ -185,6 +190,7 @@ def eval_(
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    speculation=speculation, no_speculation=no_speculation,
                                    unwinding=unwinding, prompt_order=prompt_order,
+                                   shortlist=shortlist, shortlist_margin=shortlist_margin,
                                    abstain=abstain)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,

@@ -75,6 +75,11 @@ def serve(
     prompt_order: Annotated[str | None, typer.Option(
         "--prompt-order", help="menu-first | request-first: where routing prompts put the "
                                "root's menu (the prompt_order setting)")] = None,
+    shortlist: Annotated[bool | None, typer.Option(
+        "--shortlist/--no-shortlist", help="shortlist inner menus where the leaf evidence is "
+                                           "sure (the shortlist setting)")] = None,
+    shortlist_margin: Annotated[float | None, typer.Option(
+        "--shortlist-margin", min=0.0, help="the shortlist_margin setting")] = None,
     abstain: Annotated[bool | None, typer.Option(
         "--abstain/--no-abstain", help="end a run with no call when the model's fitted check "
                                        "says no leaf fits (the abstain setting)")] = None,
@@ -106,7 +111,7 @@ def serve(
             calibration=calibration, speculation="off" if no_speculation else None,
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
             unwinding=unwinding, prompt_order=prompt_order, allowed_hosts=allowed_host,
-            abstain=abstain,
+            shortlist=shortlist, shortlist_margin=shortlist_margin, abstain=abstain,
             allowed_origins=allowed_origin, serve_docs=serve_docs,
             strict_openai=strict_openai, max_tool_menu=max_tool_menu,
             chat_template=chat_template, engine_args=engine_args,

@@ -1,7 +1,7 @@
 """Per-model recovery settings, calibrated on dev splits and committed as JSON.
 
-`bench/calibrate.py` measures them and writes `calibrations/<model>.json` beside this module
-(package data, so an installed `stackroute` ships them); routers load the file named after
+`bench/experiments/calibrate.py` measures them and writes `calibrations/<model>.json` beside this
+module (package data, so an installed `stackroute` ships them); routers load the file named after
 their engine's model and route `guided` by default when it exists (`router_options`).
 
 File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`; only
@@ -19,7 +19,12 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
-from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import (
+    DraftSource,
+    Policy,
+    RouterOptions,
+    default_shortlist,
+)
 from stackroute.server.routing.recovery import RecoveryOptions
 
 log = logging.getLogger(__name__)
@@ -77,6 +82,8 @@ def router_options(model: str, *, policy: Policy | None = None,
                    directory: Path | None = None,
                    prompt_order: PromptOrder | None = None,
                    max_argument_tokens: int | None = None,
+                   shortlist: bool | None = None,
+                   shortlist_margin: float | None = None,
                    abstain: bool | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
@@ -117,6 +124,9 @@ def router_options(model: str, *, policy: Policy | None = None,
         from stackroute.server.routing.abstention import read_abstention
 
         options = replace(options, abstention=read_abstention(path))
+    # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
+    options = replace(options, shortlist=default_shortlist(enabled=shortlist,
+                                                           margin=shortlist_margin))
     # None: RouterOptions' default order (the measured one; runtime/prompt.py, issue 29).
     return options if prompt_order is None else replace(options, prompt_order=prompt_order)
 

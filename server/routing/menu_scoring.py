@@ -107,11 +107,14 @@ class MenuScorer:
         """The request's leaf evidence; in a request of several asks, the evidence of the ask
         the next call serves (so calls follow the request's order: "export X, then cancel
         Y" exports first, though the whole request may match cancel best)."""
+        return self.evidence_for_task(request.task, request.calls)
+
+    def evidence_for_task(self, task: str, calls: tuple[str, ...]) -> Evidence | None:
+        """`evidence_for` by the request's text and the run's calls so far."""
         if self.evidence is None:
             return None
-        part = None if self.focus is None else self.focus.current_part(request.task,
-                                                                         request.calls)
-        return self.evidence.for_request(part or request.task)
+        part = None if self.focus is None else self.focus.current_part(task, calls)
+        return self.evidence.for_request(part or task)
 
     def bias_for(self, request: RoutingRequest) -> MenuBias:
         """The additive log bias on `request`'s options: the evidence prior, plus the neutral

@@ -17,6 +17,7 @@ from stackroute.runtime.prompt import PromptOrder
 if TYPE_CHECKING:
     from stackroute.server.routing.abstention import AbstentionOptions
     from stackroute.server.routing.recovery import RecoveryOptions
+    from stackroute.server.routing.shortlist import ShortlistOptions
 
 
 class Policy(StrEnum):
@@ -33,6 +34,17 @@ class DraftSource(StrEnum):
     EVIDENCE = "evidence"  # the best leaf by leaf evidence
     ROUTES = "routes"  # the route the model took for the same (or a near-identical) request
     BOTH = "both"  # the route cache first, then the evidence
+
+
+def default_shortlist(*, enabled: bool | None = None,
+                      margin: float | None = None) -> ShortlistOptions | None:
+    """The settings' shortlist options (`enabled`/`margin` None: the settings' defaults)."""
+    from stackroute.server.routing.shortlist import ShortlistOptions
+
+    if not (_setting("shortlist") if enabled is None else enabled):
+        return None
+    return ShortlistOptions(margin=_setting("shortlist_margin") if margin is None else margin,
+                            max_options=_setting("shortlist_max_options"))
 
 
 def _setting(name: str) -> Any:
@@ -70,6 +82,9 @@ class RouterOptions:
     # No call when nothing fits: the check before a run's first leaf call (abstention.py),
     # fitted per model; None: off. Guided policy only (it reads the leaf evidence).
     abstention: AbstentionOptions | None = None
+    # Guided policy: inner menus open with their best options (+ OTHER) where the evidence is
+    # sure by the margin (shortlist.py); None: every menu in full.
+    shortlist: ShortlistOptions | None = field(default_factory=lambda: default_shortlist())
 
     @property
     def policy(self) -> Policy:

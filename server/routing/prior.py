@@ -6,7 +6,8 @@ when leaving is the better bet:
   or, once the run has made calls, the best called leaf's score minus `done_gap` (what is left
   is much weaker than what was done);
 - `BACK` (and `DONE` in an inner frame that has output): the best leaf *outside* this subtree
-  minus `back_gap` (the request is better served elsewhere).
+  minus `back_gap` (the request is better served elsewhere);
+- `OTHER` (a shortlisted menu, `shortlist.py`): its best hidden option's score.
 Leaves the run already called count as absent, so a multi-call request moves on. The bias of
 option `o` is `weight * (v(o) - max v) `, `v = score / temperature`, floored at `-max_bias`:
 the best-supported option keeps its logit and the others are pushed down.
@@ -65,7 +66,11 @@ def menu_prior(evidence: Evidence, node: Node, menu: Menu, *, calls: tuple[str, 
     elsewhere = -math.inf if node.depth == 0 else \
         remaining.outside_score(node.path_str) - options.back_gap
     for state in menu.states:
-        if state is CompletionState.BACK:
+        if state is CompletionState.OTHER:  # a shortlisted menu: its best hidden option
+            scores[state.value] = max((remaining.node_score(
+                c.path_str, aggregate=options.aggregate, temperature=options.temperature)
+                for c in node.children if c.name not in menu.children), default=-math.inf)
+        elif state is CompletionState.BACK:
             scores[state.value] = elsewhere
         elif node.depth == 0:
             scores[state.value] = max(options.out_of_scope_score, after_calls)

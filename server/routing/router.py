@@ -41,6 +41,7 @@ from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
 from stackroute.server.routing.plan import Passed, RoutingPlan, StepSource
 from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
+from stackroute.server.routing.shortlist import EvidenceShortlister
 from stackroute.server.routing.speculator import Drafter, RouteCache, Speculator, make_drafter
 from stackroute.server.routing.unwinding import Unwinder
 
@@ -71,6 +72,7 @@ class EngineRouter:
         self.speculator = Speculator(engine, drafter) \
             if StepSource.SPECULATION in plan.sources and drafter is not None else None
         self.policy: RecoveryPolicy | None = None
+        self.shortlister: EvidenceShortlister | None = None  # the machine asks it per frame
         recovery = options.recovery
         if recovery is not None:
             if recovery.needs_evidence and evidence is None:
@@ -86,6 +88,9 @@ class EngineRouter:
             scorer = MenuScorer(engine, evidence=evidence, prior=recovery.prior,
                                 contrast=contrast, prefetcher=prefetcher, focus=asks)
             self.policy = RecoveryPolicy(scorer, recovery)
+            if options.shortlist is not None and evidence is not None:
+                self.shortlister = EvidenceShortlister(scorer.evidence_for_task,
+                                                       options.shortlist, recovery.prior)
         # No call when nothing fits: judged where a run's first leaf is about to be called.
         self.abstention: AbstentionCheck | None = None
         if StepSource.ABSTAINED in plan.sources:
@@ -273,4 +278,5 @@ def build_machine(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False
     if router is None:
         router = build_router(tree, engine, is_flat=is_flat, options=options,
                               embedder=embedder, evidence=evidence, route_cache=route_cache)
-    return StackMachine(tree, router, executor=executor, layout=layout, limits=limits)
+    return StackMachine(tree, router, executor=executor, layout=layout, limits=limits,
+                        shortlister=router.shortlister)

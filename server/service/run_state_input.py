@@ -47,6 +47,7 @@ class _FrameShape(_Shape):
     history: list[str]
     tried: list[str]
     is_alerted: bool
+    shortlist: list[str] | None = None  # the options a shortlisted frame shows
 
 
 class _PendingShape(_Shape):
