@@ -6,14 +6,8 @@
     stackroute bench all --smoke            # every suite, one report over all of them
     stackroute bench scale-up,cache …       # several suites on one engine load
     stackroute bench generate SUITE --leaves N --seed S --out DIR
-    stackroute bench speculation [--smoke] [--sizes 32 128 512] …   # speculation_bench.py
-    stackroute bench robust [--smoke] [--sizes 16 32 64] …          # robust_bench.py
-    stackroute bench peers [--smoke] [--requests 8] [--arguments 8] …  # peers_bench.py
-    stackroute bench streaming [--smoke] [--max-tokens 200] [--rounds 3]  # streaming_bench.py
-    stackroute bench chaos [--smoke] [--instances 3] [--kills 12] [--pg-restarts 3] …  # chaos.py
-    stackroute bench shared-prompt [--smoke] [--suites seal-test,bank] [--limit 12]  # issue 29
-    stackroute bench out-of-scope [--smoke] …   # issue 25: abstention
-    stackroute bench right-call [--smoke] …     # issue 25: arguments
+    stackroute bench EXPERIMENT [--smoke] [--out DIR] …   # every experiment: bench/commands.py
+    stackroute bench index                                  # bench/results/INDEX.md
 
 Mount with `app.add_typer(bench_app, name="bench")` (server/cli.py). Nothing heavy is
 imported until a command runs.
@@ -29,6 +23,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from stackroute.bench.commands import EXPERIMENTS
 
 bench_app = typer.Typer(
     add_completion=False, no_args_is_help=True,
@@ -67,55 +62,38 @@ def mount(name: str, module: str, summary: str) -> None:
     command runs; its options pass through (`stackroute bench NAME --help` is the module's)."""
 
     def command(ctx: typer.Context) -> None:
-        raise typer.Exit(run_experiment(module, ctx.args))
+        raise typer.Exit(run_experiment(module, ctx.args, name=name))
 
     command.__doc__ = summary
     bench_app.command(name, context_settings=_PASS_THROUGH)(command)
 
 
-def run_experiment(module: str, args: list[str]) -> int:
-    """Import `module` and return `module.main(args)`; a module not there yet is a clear
-    error (exit 2), not a traceback."""
+def run_experiment(module: str, args: list[str], *, name: str | None = None) -> int:
+    """Import `module` and return `module.main(args)`; a module not there is a clear error
+    (exit 2), not a traceback. A run with `--out DIR` leaves DIR/manifest.json
+    (bench/run_manifest.py) unless the experiment wrote its own."""
     import importlib
+
+    from stackroute.bench.run_manifest import RunRecorder
 
     try:
         loaded = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name is None or not module.startswith(e.name):
             raise
-        err_console.print(f"[red]error[/red] {escape(module)} is not there yet: this "
-                          "experiment's module has not been written or moved in")
+        err_console.print(f"[red]error[/red] {escape(module)} is not there: this "
+                          "experiment's module is missing from this installation")
         return 2
-    return int(loaded.main(args) or 0)
+    recorder = RunRecorder.start(name or module, args)
+    code = int(loaded.main(args) or 0)
+    if code == 0:
+        recorder.finish(loaded)
+    return code
 
 
-_EXPERIMENTS: tuple[tuple[str, str, str], ...] = (
-    ("speculation", "stackroute.bench.experiments.speculation",
-     "Step-by-step (cache off/on) vs speculative routing, with the decision-identity check."),
-    ("peers", "stackroute.bench.experiments.peers",
-     "Our engine beside outlines, xgrammar + transformers and llama.cpp on the same calls."),
-    ("streaming", "stackroute.bench.experiments.streaming",
-     "Time to first chunk vs last chunk of a streamed answer through `stackroute serve`."),
-    ("shared-prompt", "stackroute.bench.experiments.shared_prompt",
-     "The root's menu before the request vs after it: prefill, model calls, request wall "
-     "time and routing, side by side (issue 29)."),
-    ("out-of-scope", "stackroute.bench.experiments.out_of_scope",
-     "Requests no tool serves: does the router abstain, and what does abstaining cost on "
-     "in-scope requests (issue 25)."),
-    ("right-call", "stackroute.bench.experiments.right_call",
-     "The right tool with the right arguments: argument accuracy per model tier (issue 25)."),
-    ("chaos", "stackroute.bench.reliability.chaos",
-     "Several instances over one PostgreSQL under kills, PostgreSQL restarts, slow and frozen "
-     "takeovers and deleted catalogs; side effects counted in the handlers' own table."),
-    ("robust", "stackroute.bench.experiments.robust",
-     "Flat vs hierarchical vs each recovery mechanism."),
-    ("mcp", "stackroute.bench.experiments.mcp",
-     "Tokens a client's model sees per request: several MCP servers' full tools/list vs the "
-     "stackroute gateway."),
-)
-
-for _name, _module, _summary in _EXPERIMENTS:
-    mount(_name, _module, f"{_summary} (options: stackroute bench {_name} --help)")
+for _experiment in EXPERIMENTS:
+    mount(_experiment.name, _experiment.module,
+          f"{_experiment.question} (options: stackroute bench {_experiment.name} --help)")
 
 
 @bench_app.command("run")
@@ -198,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point for `python -m stackroute.bench.cli SUITE …` (same options as
     `stackroute bench`): a first argument that is not `generate` is a suite to run."""
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = {"generate", "run", "--help", "-h", *(name for name, _, _ in _EXPERIMENTS)}
+    commands = {"generate", "run", "--help", "-h", *(e.name for e in EXPERIMENTS)}
     if args and args[0] not in commands:
         args.insert(0, "run")
     bench_app(args=args, prog_name="stackroute bench")
