@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -208,8 +209,10 @@ def test_a_restarted_service_lists_and_resumes_a_paused_session(tmp_path: Path,
 def test_a_session_killed_after_its_leaf_ran_resumes_without_running_it_again(
         tmp_path: Path, log: Path) -> None:
     db = tmp_path / "stackroute.db"
+    kits = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
     child = subprocess.run([sys.executable, str(HERE / "session_crash_child.py"), str(db),
-                            str(log)], capture_output=True, text=True, timeout=60)
+                            str(log)], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": kits})  # session_kit's folder
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert len(executions(log)) == 1  # the handler ran before the kill
 

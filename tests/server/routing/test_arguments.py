@@ -138,7 +138,7 @@ def test_real_model_makes_the_readme_call(engine: Any) -> None:
     from stackroute.runtime.catalog import load_catalog
     from stackroute.server.routing.calibration import router_options
 
-    catalog = Path(__file__).resolve().parents[2] / "examples" / "bank.catalog.json"
+    catalog = Path(__file__).resolve().parents[3] / "examples" / "bank.catalog.json"
     tree = load_catalog(catalog)
     machine = build_machine(tree, engine, options=router_options(engine.info.model))
     state = run_query(machine, Query(id="readme", query="Send 500 dollars to Asha", gold=(),

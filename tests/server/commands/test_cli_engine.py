@@ -8,7 +8,7 @@ from pathlib import Path
 from stackroute.server.cli import app
 from typer.testing import CliRunner
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 BANK = REPO_ROOT / "examples" / "bank.catalog.json"
 runner = CliRunner()
 
