@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.bench.environment import engine_environment, git_state
-from stackroute.bench.workloads.out_of_scope import OUT_OF_SCOPE_TAG, GroupSplit, build_suite
+from stackroute.bench.workloads.datasets import SEAL_DIR
+from stackroute.bench.workloads.out_of_scope import (
+    OUT_OF_SCOPE_TAG,
+    Group,
+    GroupSplit,
+    build_suite,
+)
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
@@ -78,9 +84,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-call-loss", type=float, default=0.0,
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
     p.add_argument("--smoke", action="store_true", help="a few household queries only")
+    p.add_argument("--refit", type=Path, default=None,
+                   help="--fit from a probe's saved queries.jsonl instead of running it")
     args = p.parse_args(argv)
     if args.fit and args.split != "dev":
         p.error("--fit fits on dev only (--split dev)")
+    if args.refit is not None and not args.fit:
+        p.error("--refit goes with --fit")
     if args.smoke:
         args.no_seal, args.num_household, args.num_chatter = True, 2, 2
         args.limit = args.limit or 4
@@ -102,12 +112,46 @@ def evidence_alone(evidence: Any, query: Query, threshold: float) -> tuple[str, 
     return (report,) if value >= threshold else ()
 
 
+class KnownTexts:
+    """An embedder that answers the texts of a catalog already embedded from its cached
+    vectors: a catalog with tools removed has the same leaf texts, and embedding Seal-Tools'
+    4,076 leaves again costs about 20 CPU minutes."""
+
+    def __init__(self, base: Any, tree: Any) -> None:
+        from stackroute.server.embeddings.leaf_index import _depth_first, leaf_text
+
+        self.base = base
+        self.model_dir = getattr(base, "model_dir", None)
+        index = evidence_for_tree(tree, base).index  # read back from the cache
+        leaves, _ = _depth_first(tree.root)
+        self.known = dict(zip((leaf_text(leaf) for leaf in leaves), index.vectors,
+                              strict=True))
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.known))
+        if missing:
+            self.known.update(zip(missing, self.base.embed(missing), strict=True))
+        return np.stack([self.known[t] for t in texts]).astype(np.float32) if texts \
+            else self.base.embed(texts)
+
+
 def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, RouterOptions],
               threshold: float, limit: int | None, sink: Any) -> list[dict[str, Any]]:
     tree = build_tree(group.catalog)
     style = PromptStyle(max_description_chars=group.description_chars) \
         if group.description_chars else None
-    evidence = evidence_for_tree(tree, embedder)
+    if group.group is Group.SEAL_REMOVED:
+        full = json.loads((SEAL_DIR / "seal-tools.catalog.json").read_text(encoding="utf-8"))
+        # Leaf scores from the same vectors; the request embedder stays the real one.
+        known = KnownTexts(embedder, build_tree(full))
+        from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
+
+        index = LeafIndex.from_tree(tree, known, model_id=_model_id(embedder))
+        evidence = EvidenceSource(index, embedder)
+    else:
+        evidence = evidence_for_tree(tree, embedder)
     machines = {r: build_machine(tree, engine, options=o, evidence=evidence, style=style)
                 for r, o in rows.items()}
     records = []
@@ -134,6 +178,11 @@ def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, Rou
                  query.id, " ".join(f"{r['row']}={r['called']}" for r in
                                     records[-len(machines) - 1:]))
     return records
+
+
+def _model_id(embedder: Any) -> str:
+    model_dir = getattr(embedder, "model_dir", None)
+    return Path(model_dir).name if model_dir is not None else type(embedder).__name__
 
 
 def _record(group: GroupSplit, row: str, query: Query, called: Sequence[str],
@@ -209,6 +258,20 @@ def replay(records: Sequence[dict[str, Any]], options: AbstentionOptions) -> dic
     return table(rows)
 
 
+def tradeoff(fitted: Sequence[Sample], options: AbstentionOptions) -> list[dict[str, Any]]:
+    """Each dev threshold the fitted weights allow: the out-of-scope first leaves it stops
+    and the in-scope successes it stops (the choice `--max-call-loss` makes)."""
+    values = sorted({options.fit(s.features) for s in fitted})
+    stops = [s for s in fitted if s.label is Label.ABSTAIN]
+    calls = [s for s in fitted if s.label is Label.CALL]
+    out = []
+    for t in [*values, math.inf]:
+        out.append({"threshold": t if math.isfinite(t) else "inf",
+                    "out_of_scope_stopped": sum(options.fit(s.features) < t for s in stops),
+                    "successes_stopped": sum(options.fit(s.features) < t for s in calls)})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -236,13 +299,18 @@ def main(argv: list[str] | None = None) -> int:
                         num_removed=0 if args.no_seal else args.num_removed,
                         num_seal_in_scope=0 if args.no_seal else args.num_seal_in_scope,
                         num_household=args.num_household, num_chatter=args.num_chatter)
-    embedder = default_embedder()
+    embedder = default_embedder() if args.refit is None else None
     threshold = base.recovery.out_of_scope_score
     started = time.time()
     records: list[dict[str, Any]] = []
-    with open(out / "queries.jsonl", "w", encoding="utf-8") as sink:
-        for group in suite.groups:
-            records += run_group(engine, embedder, group, rows, threshold, args.limit, sink)
+    if args.refit is not None:
+        records = [json.loads(line) for line in
+                   args.refit.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        with open(out / "queries.jsonl", "w", encoding="utf-8") as sink:
+            for group in suite.groups:
+                records += run_group(engine, embedder, group, rows, threshold, args.limit,
+                                     sink)
     result: dict[str, Any] = {
         "split": args.split, "seed": args.seed, "suite": suite.stem,
         "groups": {g.group.value: g.metadata for g in suite.groups},
@@ -262,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
                               encoding="utf-8")
         write_abstention(target, fit.options, measured)
         result.update(fitted=fit.options.to_dict(), fit_measured=measured,
-                      calibration=str(target), replayed=replay(records, fit.options))
+                      calibration=str(target), replayed=replay(records, fit.options),
+                      tradeoff=tradeoff(samples(records), fit.options))
         if read_abstention(target) != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
