@@ -184,7 +184,8 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues:
         out += [Candidate(m[0], m[0], "email", 3.0) for m in _EMAIL.finditer(request)]
         if fmt == "email":
             return out
-    if fmt in ("date", "date-time") or any(w in described for w in _DATE_WORDS):
+    wants_date = fmt in ("date", "date-time") or any(w in described for w in _DATE_WORDS)
+    if wants_date:
         for found in find_dates(request):
             prior = 3.0 if fmt in ("date", "date-time") or "date" in described else 1.0
             forms = date_forms(found, schema_format=fmt)
@@ -207,7 +208,7 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues:
         return out
     for match in _QUOTED.finditer(request):
         out += _quoted(match, _near(match.span(), cues, request))
-    out += _spans(request, cues, words)
+    out += _spans(request, cues, words, wants_date=wants_date)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
     return out
@@ -228,7 +229,10 @@ def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
     return out
 
 
-def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
+def _spans(request: str, cues: list[int], words: list[str], *,
+           wants_date: bool = False) -> list[Candidate]:
+    """Word spans; none that cuts into a date for a property that wants a date (it has the
+    date's normalised forms instead: "January 7" is not a check-out date)."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
     tokens = [(t, start) for t, start in tokens if t]
     dates = [d.span for d in find_dates(request)]
@@ -268,6 +272,8 @@ def _spans(request: str, cues: list[int], words: list[str]) -> list[Candidate]:
                                                else 0.0)
             if any(t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
                 prior -= 1.5  # "ID X": the value without its label
+            if wants_date and any(a < end and start < b for a, b in dates):
+                continue
             if any(a < end and start < b for a, b in dates):
                 prior -= 3.0  # dates are offered normalised where a property wants one
             if is_place and _after_place_word(request, start):

