@@ -281,7 +281,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--from-items", type=Path, default=None,
+                        help="only summarise a run's items.jsonl (one stopped early, too) "
+                             "into summary-from-items.json beside it")
     args = parser.parse_args(argv)
+    if args.from_items is not None:
+        rows = [json.loads(line) for line in
+                args.from_items.read_text(encoding="utf-8").splitlines() if line.strip()]
+        text = json.dumps(summarize(rows), indent=2) + "\n"
+        (args.from_items.parent / "summary-from-items.json").write_text(text, encoding="utf-8")
+        print(text, end="")
+        return 0
     names = ["bank"] if args.smoke else [s for s in args.suites.split(",") if s]
     limit = 2 if args.smoke else args.limit
     unknown = [n for n in names if n not in SUITE_NAMES]

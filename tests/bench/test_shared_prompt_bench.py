@@ -18,33 +18,38 @@ from stackroute.runtime.state import RunState
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def row(index: int, order: str, *, wall_ms: float, prefill: int, called: list[str],
-        success: bool = True, is_warmup: bool = False) -> dict[str, Any]:
-    return {"suite": "s", "index": index, "order": order, "is_warmup": is_warmup,
+def row(index: int, side: str, *, wall_ms: float, prefill: int, called: list[str],
+        success: bool = True, is_warmup: bool = False, other: int = 0) -> dict[str, Any]:
+    return {"suite": "s", "index": index, "side": side, "is_warmup": is_warmup,
             "wall_ms": wall_ms, "called": called, "success": success, "args_success": False,
             "usage": {"prompt_tokens": 100, "prefill_tokens": prefill, "cached_tokens": 0,
-                      "model_calls": 2}}
+                      "model_calls": 2},
+            "frames": 2, "shortlisted_frames": 1 if side == "shortlist-0.08" else 0,
+            "other_answers": other}
 
 
 def test_summary_skips_warmups_and_warm_lines_and_gives_ratios() -> None:
     rows = [
-        {"suite": "s", "warm": "root", "order": "menu-first", "warm_ms": 5.0},
-        row(0, "request-first", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
-        row(0, "menu-first", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
-        row(1, "request-first", wall_ms=100, prefill=400, called=["a"]),
-        row(1, "menu-first", wall_ms=50, prefill=100, called=["a"]),
-        row(2, "menu-first", wall_ms=70, prefill=300, called=["b"], success=False),
-        row(2, "request-first", wall_ms=300, prefill=600, called=["c"]),
+        {"suite": "s", "warm": "root", "side": "shortlist-0.08", "warm_ms": 5.0},
+        row(0, "full", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
+        row(0, "shortlist-0.08", wall_ms=999, prefill=999, called=["x"], is_warmup=True),
+        row(1, "full", wall_ms=100, prefill=400, called=["a"]),
+        row(1, "shortlist-0.08", wall_ms=50, prefill=100, called=["a"], other=1),
+        row(2, "shortlist-0.08", wall_ms=70, prefill=300, called=["b"], success=False),
+        row(2, "full", wall_ms=300, prefill=600, called=["c"]),
+        row(3, "full", wall_ms=1, prefill=1, called=["d"]),  # the other side never ran it
     ]
     entry = summarize(rows)["s"]
-    old, new = entry["by_order"]["request-first"], entry["by_order"]["menu-first"]
+    old, new = entry["by_side"]["full"], entry["by_side"]["shortlist-0.08"]
     assert (old["num_queries"], new["num_queries"]) == (2, 2)
     assert (old["success"], new["success"]) == (1.0, 0.5)
     assert (old["prefill_tokens_mean"], new["prefill_tokens_mean"]) == (500, 200)
     assert (old["wall_ms_p50"], new["wall_ms_p50"]) == (200, 60)
-    assert (entry["num_pairs"], entry["same_calls"]) == (2, 1)
-    assert entry["ratio_new_over_old"]["prefill_tokens_mean"] == pytest.approx(0.4)
-    assert entry["ratio_new_over_old"]["wall_ms_p50"] == pytest.approx(0.3)
+    assert (new["frames"], new["shortlisted_frames"], new["other_answers"]) == (4, 2, 1)
+    versus = entry["vs_first"]["shortlist-0.08"]
+    assert (entry["num_items"], versus["same_calls"]) == (2, 1)
+    assert versus["ratio_prefill_tokens_mean"] == pytest.approx(0.4)
+    assert versus["ratio_wall_ms_p50"] == pytest.approx(0.3)
 
 
 def test_evenly_spreads_over_the_file_in_order() -> None:
@@ -64,13 +69,18 @@ def test_the_json_protocol_layout_keeps_the_menu_first_listing() -> None:
 
 @pytest.mark.model
 def test_smoke_runs_both_orders_on_the_bank_example(tmp_path: Path) -> None:
-    assert main(["--smoke", "--out", str(tmp_path), "--threads", "1"]) == 0
+    assert main(["--smoke", "--compare", "order", "--out", str(tmp_path),
+                 "--threads", "1"]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     bank = summary["suites"]["bank"]
-    assert set(bank["by_order"]) == {"request-first", "menu-first"}
-    assert bank["num_pairs"] == 2
+    assert set(bank["by_side"]) == {"request-first", "menu-first"}
+    assert bank["num_items"] == 2
     # the root's menu is shared across requests only menu-first
-    new, old = bank["by_order"]["menu-first"], bank["by_order"]["request-first"]
+    new, old = bank["by_side"]["menu-first"], bank["by_side"]["request-first"]
     assert new["prefill_tokens_mean"] < old["prefill_tokens_mean"]
     lines = (tmp_path / "items.jsonl").read_text().splitlines()
     assert len(lines) == 6  # one warm-up query and two reported, each under both orders
+    # --from-items recomputes the same summary from the rows
+    assert main(["--from-items", str(tmp_path / "items.jsonl")]) == 0
+    again = json.loads((tmp_path / "summary-from-items.json").read_text())
+    assert again["bank"] == bank
