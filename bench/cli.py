@@ -84,8 +84,14 @@ def run_experiment(module: str, args: list[str], *, name: str | None = None) -> 
         err_console.print(f"[red]error[/red] {escape(module)} is not there: this "
                           "experiment's module is missing from this installation")
         return 2
+    from stackroute.bench.engines import EngineNotSupportedError
+
     recorder = RunRecorder.start(name or module, args)
-    code = int(loaded.main(args) or 0)
+    try:
+        code = int(loaded.main(args) or 0)
+    except EngineNotSupportedError as e:
+        err_console.print(f"[red]error[/red] {escape(str(e))}")
+        return 2
     if code == 0:
         recorder.finish(loaded)
     return code

@@ -18,7 +18,7 @@ The dataset's root menu (146 fields, ~300-character descriptions) is 8,472 token
 embedded model's 8,192-token context. So each tree also runs with option descriptions clipped
 to `--clip` characters (default 100), which fits.
 
-Run: `python -m stackroute.bench.experiments.build_tree [--limit 10] [--smoke] [--out DIR]`.
+Run: `stackroute bench build-tree [--limit 10] [--smoke] [--out DIR]`.
 Queries: the first `--limit` single-tool dev queries (`--all-tags` for multi-tool ones too:
 then any gold leaf reached counts).
 """
@@ -36,6 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import git_state
 from stackroute.bench.workloads.datasets import SEAL_DIR as DATA
 
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1: on 2 shared cores, 2 threads ran 3x slower)")
+    add_engine_options(parser)
     parser.add_argument("--embedding-queries", type=int, default=200,
                         help="queries for the model-free embedding descent")
     parser.add_argument("--out", type=Path, default=Path("bench/out/build_tree"))
@@ -73,11 +75,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from stackroute.runtime.catalog import build_tree, load_catalog
     from stackroute.server.embeddings.vector_cache import CachedEmbedder
-    from stackroute.server.engines.transformers_engine import TransformersEngine
     from stackroute.server.tools.evaluate import read_queries
     from stackroute.server.tools.tree_builder import build_tree_from_flat
 
-    engine = TransformersEngine(num_threads=args.threads)
+    engine = engine_from_args(args, num_threads=args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     build_info: dict[str, Any] = {}
     if args.built is not None:

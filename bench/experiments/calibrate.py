@@ -1,6 +1,6 @@
 """Calibrate the guided policy of one model on the benchmark's dev splits, and record it.
 
-    python -m stackroute.bench.experiments.calibrate [--model PATH] [--sizes 16 32 64] \
+    stackroute bench calibrate [--model PATH] [--sizes 16 32 64] \
         [--seal-single 12]
 
 Dev data only: the semantic-overlap suite generated with seed 1 (the benchmark reports seed 0)
@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.workloads.datasets import Dataset, generated_dataset, seal_dataset
 from stackroute.server.routing.calibration import calibration_file
 from stackroute.server.routing.router import evidence_for_tree
@@ -54,8 +56,9 @@ def threshold_sets(generated: Sequence[Dataset], *, max_queries: int, seal_offse
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--model", default=None, help="model folder or GGUF (default: embedded)")
+    parser = argparse.ArgumentParser(prog="stackroute bench calibrate",
+                                     description=(__doc__ or "").split("\n\n")[0])
+    add_engine_options(parser)
     parser.add_argument("--sizes", type=int, nargs="*", default=[16, 32, 64])
     parser.add_argument("--max-queries", type=int, default=24, help="per generated suite")
     parser.add_argument("--seal-single", type=int, default=12)
@@ -71,7 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thresholds-only", action="store_true",
                         help="recompute the model-free thresholds for the current evidence "
                         "and keep the calibrated weights (no model calls)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="overlap-16, 2 queries per set, written to a temporary file "
+                             "unless --out (never over the shipped calibration)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.max_queries, args.seal_single, args.seal_multi = [16], 2, 2, 0
+        args.done_queries = 10
+        if args.out is None:
+            args.out = Path(tempfile.mkdtemp(prefix="calibrate-smoke-")) / "calibration.json"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     model_sets = dev_sets(args.sizes, seal_single=args.seal_single, seal_multi=args.seal_multi,
                           max_queries=args.max_queries, seal_offset=args.seal_offset)
@@ -93,9 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         result = calibrate_thresholds(model, evidence, score_sets,
                                       keep=out if out.is_file() else None)
     else:
-        from stackroute.server.engines.transformers_engine import TransformersEngine
-
-        engine = TransformersEngine(model=args.model, num_threads=args.threads)
+        engine = engine_from_args(args, num_threads=args.threads)
         for dev in model_sets:
             log.info("collecting %s: %d queries", dev.name, len(dev.queries))
         result = calibrate(engine, evidence, model_sets, threshold_sets=score_sets)

@@ -9,7 +9,7 @@
    probabilities) vs outlines' own `Literal[...]` choice generation on the same model and the
    same prompt text (token-by-token decoding under a compiled regex).
 
-Run: `python -m stackroute.bench.experiments.engine [--repeats N] [--out DIR]`. Timings exclude
+Run: `stackroute bench engine [--repeats N] [--out DIR]`. Timings exclude
 warm-up and model load; every variant runs `repeats` times interleaved, and the table shows
 medians.
 """
@@ -17,6 +17,7 @@ medians.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import platform
 import statistics
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from stackroute.bench.engines import add_engine_options, build_engine, needs_transformers
 from stackroute.bench.workloads.generate import generate_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.machine import StackMachine
@@ -80,17 +82,30 @@ def outlines_choice(engine: TransformersEngine, prompt_text: str, options: tuple
     return generator, build_ms
 
 
+TRANSFORMERS_ONLY = "a cache-off twin over the same weights, and its tokenizer for outlines"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="stackroute bench engine",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--smoke", action="store_true", help="one repeat")
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
     args = parser.parse_args(argv)
+    needs_transformers(args.engine, "engine", TRANSFORMERS_ONLY)
+    if importlib.util.find_spec("outlines") is None:
+        print("stackroute bench engine compares with outlines: install the bench extra "
+              "(pip install 'stackroute[bench]')", file=sys.stderr)
+        return 2
+    if args.smoke:
+        args.repeats = 1
 
     gen = generate_suite("scale-up", num_leaves=128, seed=0)
     tree = build_tree(gen.catalog)
     query = gen.queries[0]
     calls = gold_route_prompts(tree, query["query"], query["gold"][0])
-    on = TransformersEngine()
+    on = build_engine("transformers", args.model)
     off = TransformersEngine(loaded=on.loaded, is_cache_enabled=False)
     route_once(on, calls)  # warm-up: compiles the menus, touches every code path
     route_once(off, calls)

@@ -1,6 +1,6 @@
 """Guided routing with and without speculation, decision by decision, with the real model.
 
-    python -m stackroute.bench.experiments.guided_speculation [--suite semantic-overlap] [--size 32]
+    stackroute bench guided-speculation [--suite semantic-overlap] [--size 32]
         [--limit 12] [--out bench/out/guided-speculation]
 
 Three machines over one catalog, one engine: guided step by step, guided with evidence
@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.workloads.datasets import generated_dataset
 from stackroute.runtime.state import RunState
@@ -37,19 +38,23 @@ def decisions(state: RunState) -> list[tuple[str, str, str | None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="stackroute bench guided-speculation",
+                                     description=__doc__.split("\n\n")[0])
+    add_engine_options(parser)
+    parser.add_argument("--smoke", action="store_true", help="overlap-16, 2 queries")
     parser.add_argument("--suite", default="semantic-overlap")
     parser.add_argument("--size", type=int, default=32)
     parser.add_argument("--limit", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("bench/out/guided-speculation"))
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.size, args.limit = 16, 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from stackroute.server.embeddings.embedder import shared_embedder
-    from stackroute.server.engines.registry import create_engine
 
     git = git_state()
-    engine = create_engine("transformers")
+    engine = engine_from_args(args)
     data = generated_dataset(args.suite, args.size, seed=args.seed, limit=args.limit)
     evidence = evidence_for_tree(data.tree, shared_embedder())
     machines = {s: build_machine(data.tree, engine, evidence=evidence, style=data.style,

@@ -10,7 +10,7 @@ generated token, how often answers equal the jump-forward-only one (drafting mus
 them), schema validity, answers that hit the token cap (`finish_reason == "length"`) or the
 free-string cap. Every variant runs with the same `max_string_chars` (the default).
 
-    python -m stackroute.bench.experiments.jump_forward --queries 24 \
+    stackroute bench jump-forward --queries 24 \
         --out bench/results/<date>-cpu-jump-forward
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from stackroute.bench.engines import add_engine_options, needs_transformers
 from stackroute.bench.environment import environment
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.messages import Message
@@ -35,17 +36,26 @@ DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "seal-tools"
 MAX_TOKENS = 384  # the router's argument budget
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stackroute bench jump-forward",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=24)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="2 queries")
+    add_engine_options(parser, transformers_only="three engines over one set of weights "
+                       "with different draft settings")
+    args = parser.parse_args(argv)
+    needs_transformers(args.engine, "jump-forward", "its draft and jump-forward settings")
+    if args.smoke:
+        args.queries = 2
+    if not (args.data / "seal-tools.catalog.json").is_file():
+        parser.error(f"--data expects the seal-tools folder, got {args.data}")
     tree = load_catalog(args.data / "seal-tools.catalog.json")
     layout = PromptLayout(tree)
     queries = [json.loads(line) for line in (args.data / "dev.queries.jsonl").open()]
     queries = [q for q in queries if "single-tool" in q["tags"]][: args.queries]
-    loaded = load_model(resolve_model(None), dtype="float32")
+    loaded = load_model(resolve_model(args.model), dtype="float32")
     variants = {"drafts": TransformersEngine(loaded=loaded),
                 "jump_forward": TransformersEngine(loaded=loaded, max_draft_tokens=0),
                 "every_token": TransformersEngine(loaded=loaded, is_jump_forward=False,
@@ -96,7 +106,8 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

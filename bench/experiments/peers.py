@@ -25,7 +25,7 @@ machine still ends with paired rows (every system ran every item that started). 
 `--systems` whose package is not installed is skipped with the reason in the summary.
 
     stackroute bench peers --requests 8 --arguments 8 --out bench/results/<date>-cpu-peers
-    python -m stackroute.bench.experiments.peers --smoke      # 1 request, 1 argument case
+    stackroute bench peers --smoke      # 1 request, 1 argument case
 
 Writes calls.jsonl (one line per system per call), summary.json and tables.md in `--out`.
 """

@@ -1,7 +1,7 @@
 """The routing policies side by side (issue 14's table): the paper's flat baseline and plain
 hierarchy, the guided policy users get by default, and the evidence it uses on its own.
 
-    python -m stackroute.bench.experiments.policy [--sizes 16 32 64] [--limit 24]
+    stackroute bench policy [--sizes 16 32 64] [--limit 24]
         [--seal 100] [--out bench/out/policy] [--smoke]
 
 Rows, one model (the engine's) and one process:
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.experiments.robust import Outcome, run_one
 from stackroute.bench.workloads.datasets import (
@@ -249,7 +250,9 @@ def evidence_only(args: argparse.Namespace, guided: RouterOptions) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="stackroute bench policy",
+                                     description=__doc__.split("\n\n")[0])
+    add_engine_options(parser)
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--limit", type=int, default=24, help="queries per generated suite")
     parser.add_argument("--seal", type=int, default=100,
@@ -280,11 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.sizes, args.limit, args.seal = [16], 3, 0
     from stackroute.server.embeddings.embedder import shared_embedder
-    from stackroute.server.engines.registry import create_engine
 
     started = time.time()
     git = git_state()
-    engine = create_engine("transformers")
+    engine = engine_from_args(args)
     guided = router_options(engine.info.model, policy=Policy.GUIDED)
     if args.evidence_only:
         return evidence_only(args, guided)
@@ -296,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         data_sets = [d for d in data_sets if d.name in args.only]
     results: dict[str, Any] = {"environment": engine_environment(engine, git=git),
-                               "command": " ".join(["policy_bench", *(argv or [])]),
+                               "command": " ".join(["stackroute bench policy", *(argv or [])]),
                                "guided": guided.describe(),
                                "guided_options": guided.recovery.to_dict()
                                if guided.recovery else None, "suites": {}}

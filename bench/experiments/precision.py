@@ -8,7 +8,7 @@ configurations alternate within each repeat, so drift in the machine's load hits
 the first repeat is a warm-up and is not timed. Decisions are compared with float32's on the
 same prompts: a flip is a different choice; the largest probability gap is reported too.
 
-    python bench/experiments/precision.py --repeats 3 --out bench/results/<date>-cpu-precision
+    stackroute bench precision --repeats 3 --out bench/results/<date>-cpu-precision
 
 Prints one JSON object (the summary) and writes it, with every sample, under --out.
 """
@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, needs_transformers
 from stackroute.bench.environment import environment
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
@@ -78,18 +79,24 @@ def run_config(engine: TransformersEngine, cached: TransformersEngine,
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+TRANSFORMERS_ONLY = "it compares dtypes over shared weights with the prefix cache off"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stackroute bench precision",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats (after warm-up)")
     parser.add_argument("--smoke", action="store_true", help="one repeat, two prompts")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
+    args = parser.parse_args(argv)
+    needs_transformers(args.engine, "precision", TRANSFORMERS_ONLY)
     global CASES
     if args.smoke:
         CASES = CASES[:2]
         args.repeats = 1
     env = environment()
-    model_dir = resolve_model(None)
+    model_dir = resolve_model(args.model)
     loaded = {dtype: load_model(model_dir, dtype=dtype) for dtype in ("float32", "bfloat16")}
     engines = {d: TransformersEngine(loaded=m, is_cache_enabled=False) for d, m in loaded.items()}
     cached = {d: TransformersEngine(loaded=m) for d, m in loaded.items()}
@@ -110,6 +117,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "samples.json").write_text(json.dumps(samples) + "\n")
+    return 0
 
 
 def summarize(samples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -146,4 +154,4 @@ def summarize(samples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ catalog, the gold leaf's arguments are generated under its schema by the embedde
 each precision (one process, one thread, the precisions alternating per query) and compared
 with the gold arguments as `stackroute eval` scores them (`arguments_equal`).
 
-    python -m stackroute.bench.experiments.precision_args --queries 40 \
+    stackroute bench precision-args --queries 40 \
         --out bench/results/<date>-cpu-precision-args
 """
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, build_engine, needs_transformers
 from stackroute.bench.environment import environment
 from stackroute.bench.workloads.datasets import SEAL_DIR, seal_queries
 from stackroute.bench.workloads.generate import generate_suite
@@ -109,14 +110,24 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+TRANSFORMERS_ONLY = "one engine per dtype"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stackroute bench precision-args",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=40, help="single-tool queries per source")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="2 queries per source")
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
+    args = parser.parse_args(argv)
+    needs_transformers(args.engine, "precision-args", TRANSFORMERS_ONLY)
+    if args.smoke:
+        args.queries = 2
     env = environment()
-    engines = {p: TransformersEngine(dtype=p, num_threads=args.threads) for p in PRECISIONS}
+    engines = {p: build_engine("transformers", args.model, dtype=p, num_threads=args.threads)
+               for p in PRECISIONS}
     cases = workload(args.queries)
     for engine in engines.values():  # first-call costs out of the timings
         engine.generate(cases[0].prompt, sampling=SamplingOptions(max_tokens=2))
@@ -127,7 +138,8 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

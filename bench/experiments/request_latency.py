@@ -12,7 +12,7 @@ of an older commit, say); the worker imports it through a throwaway `stackroute`
 symlinks, with this interpreter's packages. `.` means the installed stackroute.
 
     git worktree add /tmp/old 0e52c79
-    python -m stackroute.bench.experiments.request_latency --checkout old=/tmp/old \\
+    stackroute bench request-latency --checkout old=/tmp/old \\
         --checkout new=. \\
         --suite DIR_WITH_CATALOG_AND_QUERIES ... --limit 6 --out bench/results/<date>-<name>
 
@@ -26,7 +26,7 @@ does none). The harness's own per-item wall time is reported (token counting exc
 no flags) run each of those requests free, in the same alternation: what a user of that
 commit waits for, beside the cost of the identical forced work.
 
-    python -m stackroute.bench.experiments.request_latency --checkout old=/tmp/old \\
+    stackroute bench request-latency --checkout old=/tmp/old \\
         --checkout new=. \\
         --free newfree=. --forced 16,128 --limit 6 --out bench/results/<date>-<name>
 """
@@ -233,10 +233,12 @@ def run_forced(sizes: str, checkouts: dict[str, Path | None], limit: int, thread
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--checkout", action="append", required=True,
-                        help="NAME=FOLDER (a checkout) or NAME=. (the installed stackroute)")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stackroute bench request-latency",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--checkout", action="append", default=[],
+                        help="NAME=FOLDER (a checkout) or NAME=. (the installed stackroute); "
+                             "each worker runs its checkout's own default (embedded) engine")
     parser.add_argument("--suite", type=Path, action="append", default=[],
                         help="a folder from `stackroute bench generate` (free runs)")
     parser.add_argument("--forced", default=None, metavar="SIZES",
@@ -252,10 +254,24 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0,
                         help="busy-loop processes kept running meanwhile (a shared machine)")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    if not args.suite and not args.forced:
-        parser.error("name at least one --suite or --forced SIZES")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the installed stackroute alone (here=.), one query of an 8-tool "
+                             "generated suite")
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.smoke:
+            from stackroute.bench.workloads.generate import generate_suite, write_suite
+
+            args.checkout = args.checkout or ["here=."]
+            args.limit = 1
+            if not args.suite and not args.forced:
+                smoke_suite = Path(tmp) / "scale-up-8"
+                write_suite(generate_suite("scale-up", num_leaves=8, seed=0), smoke_suite)
+                args.suite = [smoke_suite]
+        if not args.checkout:
+            parser.error("name at least one --checkout NAME=FOLDER")
+        if not args.suite and not args.forced:
+            parser.error("name at least one --suite or --forced SIZES")
         checkouts: dict[str, Path | None] = {}
         free: dict[str, Path | None] = {}
         for flag, specs, into in (("--checkout", args.checkout, checkouts),
@@ -287,7 +303,8 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (args.out / "rows.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

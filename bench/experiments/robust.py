@@ -1,7 +1,7 @@
 """Routing that can change its mind, measured: flat vs the paper's hierarchy vs the hierarchy
 with each recovery mechanism added in turn, on the semantic-overlap suite and Seal-Tools dev.
 
-    python -m stackroute.bench.experiments.robust [--sizes 16 32 64] [--limit 12]
+    stackroute bench robust [--sizes 16 32 64] [--limit 12]
         [--seal-single 8] [--seal-multi 4] [--out bench/out/robust] [--smoke]
 
 Rows (cumulative from `hierarchical`; settings from the model's calibration file):
@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.workloads.datasets import Dataset, generated_dataset, seal_dataset
 from stackroute.runtime.errors import InputError
@@ -243,7 +244,7 @@ def print_table(results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None)
+    add_engine_options(parser)
     parser.add_argument("--sizes", type=int, nargs="*", default=[16, 32, 64])
     parser.add_argument("--limit", type=int, default=12, help="queries per generated suite")
     parser.add_argument("--seal-single", type=int, default=8)
@@ -261,9 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from stackroute.server.embeddings.embedder import Embedder
-    from stackroute.server.engines.transformers_engine import TransformersEngine
 
-    engine = TransformersEngine(model=args.model, num_threads=args.threads)
+    engine = engine_from_args(args, num_threads=args.threads)
     embedder = Embedder()
     calibrated = load_recovery_options(engine.info.model)
     rows = variants(calibrated, beam_width=args.beam)

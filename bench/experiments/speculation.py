@@ -1,7 +1,7 @@
 """Speculative routing measured: step-by-step (cache off), step-by-step (cache on) and
 speculative routing with drafts from leaf evidence, from the route cache, or both.
 
-    python -m stackroute.bench.experiments.speculation [--sizes 32 128 512] [--limit 4] [--seal 4]
+    stackroute bench speculation [--sizes 32 128 512] [--limit 4] [--seal 4]
         [--start root top] [--out bench/out/speculation] [--smoke]
 
 Every task is a free run (the model's own decisions, greedy) of one query, from the root
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, build_engine, needs_transformers
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.workloads.datasets import Dataset, generated_dataset, seal_dataset
 from stackroute.runtime.errors import InputError
@@ -280,9 +281,13 @@ def print_table(results: dict[str, Any]) -> None:
                       f"{ratio:>9.2f}{accept:>8}{full:>23}{ident:>11}")
 
 
+TRANSFORMERS_ONLY = "a cache-off twin over the same weights"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None)
+    parser = argparse.ArgumentParser(prog="stackroute bench speculation",
+                                     description=__doc__.split("\n\n")[0])
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
     parser.add_argument("--sizes", type=int, nargs="*", default=[32, 128, 512])
     parser.add_argument("--limit", type=int, default=4, help="queries per scale-up catalog")
     parser.add_argument("--seal", type=int, default=4, help="Seal-Tools dev single-tool queries")
@@ -301,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summarize", type=Path, default=None, metavar="TASKS_JSONL",
                         help="run nothing: print the table of a recorded tasks.jsonl")
     args = parser.parse_args(argv)
+    needs_transformers(args.engine, "speculation", TRANSFORMERS_ONLY)
     if args.summarize is not None:
         print_table(summarize_file(args.summarize))
         return 0
@@ -313,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     from stackroute.server.embeddings.embedder import Embedder
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
-    cached = TransformersEngine(model=args.model, num_threads=args.threads, dtype=args.dtype)
+    cached = build_engine("transformers", args.model, num_threads=args.threads,
+                          dtype=args.dtype)
     engines = {True: cached,
                False: TransformersEngine(loaded=cached.loaded, is_cache_enabled=False)}
     embedder = Embedder()

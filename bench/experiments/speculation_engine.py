@@ -1,6 +1,6 @@
 """One verification pass vs step-by-step calls over the same route, engine only, side by side.
 
-    python -m stackroute.bench.experiments.speculation_engine [--sizes 128 512] [--limit 4]
+    stackroute bench speculation-engine [--sizes 128 512] [--limit 4]
         [--repeats 5] [--out bench/out/speculation-engine]
 
 For each query of the generated scale-up catalogs, the model first routes step by step from
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args, needs_transformers
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.workloads.generate import generate_suite
 from stackroute.runtime.catalog import build_tree
@@ -87,21 +88,27 @@ def time_both(engine: Any, first: RoutingRequest, names: list[str], repeats: int
             "identical": same}
 
 
+TRANSFORMERS_ONLY = "its prefix cache is emptied before every timing"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None)
+    parser = argparse.ArgumentParser(prog="stackroute bench speculation-engine",
+                                     description=__doc__.split("\n\n")[0])
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
+    parser.add_argument("--smoke", action="store_true", help="scale-up-16, 1 query, 1 repeat")
     parser.add_argument("--sizes", type=int, nargs="*", default=[128, 512])
     parser.add_argument("--limit", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/out/speculation-engine"))
     args = parser.parse_args(argv)
+    needs_transformers(args.engine, "speculation-engine", TRANSFORMERS_ONLY)
+    if args.smoke:
+        args.sizes, args.limit, args.repeats = [16], 1, 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     git = git_state()  # at start: what ran, even if commits land meanwhile
 
-    from stackroute.server.engines.transformers_engine import TransformersEngine
-
-    engine = TransformersEngine(model=args.model, num_threads=args.threads)
+    engine = engine_from_args(args, num_threads=args.threads)
     rows: list[dict[str, Any]] = []
     for size in args.sizes:
         suite = generate_suite("scale-up", num_leaves=size, seed=0)

@@ -7,7 +7,7 @@ them alike. A round times three forward passes of SmolLM2-135M on a fresh KV: a 
 prefill (a routing call's new tokens), a 40-token tail (an unwinding or argument prompt's) and
 a one-token decode step (a generation's). The first round is a warm-up.
 
-    python -m stackroute.bench.experiments.threads --rounds 5 --out bench/results/<date>-cpu-threads
+    stackroute bench threads --rounds 5 --out bench/results/<date>-cpu-threads
 
 Prints a Markdown table (medians over rounds, ms) and writes it with every sample to --out.
 """
@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, needs_transformers
 from stackroute.bench.environment import environment
 
 PASSES = {"prefill_200": 200, "tail_40": 40, "decode_1": 1}
@@ -44,7 +45,8 @@ import json, statistics, sys, time
 import torch
 from stackroute.server.engines.model_store import load_model, resolve_model
 threads, dtype, passes = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-model = load_model(resolve_model(None), dtype=dtype, num_threads=threads).model
+model_dir = resolve_model(sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None)
+model = load_model(model_dir, dtype=dtype, num_threads=threads).model
 ids = torch.randint(100, 40000, (1, max(passes.values())),
                     generator=torch.Generator().manual_seed(0))
 out = {}
@@ -101,13 +103,14 @@ def parse_configs(text: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def run_round(threads: int, policy: str, dtype: str) -> dict[str, float]:
+def run_round(threads: int, policy: str, dtype: str,
+              model: str | None = None) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env |= {"OMP_NUM_THREADS": str(threads), **wait_env(policy)}
     done = subprocess.run([sys.executable, "-c", ROUND, str(threads), dtype,
-                           json.dumps(PASSES)], env=env, capture_output=True, text=True,
-                          check=True)
+                           json.dumps(PASSES), model or ""], env=env, capture_output=True,
+                          text=True, check=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -124,8 +127,12 @@ def table(samples: dict[str, list[dict[str, float]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+TRANSFORMERS_ONLY = "it times the model's own forward passes in fresh processes"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stackroute bench threads",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (after a warm-up)")
     parser.add_argument("--configs", type=parse_configs, default=CONFIGS,
                         help="THREADS:WAITS:PRECISION,... (waits: active, passive, default, "
@@ -133,7 +140,12 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0,
                         help="busy-loop processes kept running meanwhile (a shared machine)")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="one configuration, one round")
+    add_engine_options(parser, transformers_only=TRANSFORMERS_ONLY)
+    args = parser.parse_args(argv)
+    needs_transformers(args.engine, "threads", TRANSFORMERS_ONLY)
+    if args.smoke:
+        args.rounds, args.configs = 1, args.configs[:1]
     env = environment()
     configs = args.configs
     samples: dict[str, list[dict[str, float]]] = {label(*c): [] for c in configs}
@@ -142,7 +154,7 @@ def main() -> None:
         for round_ in range(args.rounds + 1):
             order = configs if round_ % 2 == 0 else configs[::-1]
             for config in order:
-                result = run_round(*config)
+                result = run_round(*config, model=args.model)
                 if round_:
                     samples[label(*config)].append(result)
             loads.append(os.getloadavg()[0])
@@ -155,7 +167,8 @@ def main() -> None:
         (args.out / "table.md").write_text(text)
         summary: dict[str, Any] = {"samples": samples, "loads": loads, "environment": env}
         (args.out / "samples.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

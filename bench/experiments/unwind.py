@@ -1,7 +1,7 @@
 """Unwinding in one pass measured: plain routing with `RouterOptions.unwinding` off and on,
 side by side, on the semantic-overlap suite (32 leaves by default).
 
-    python -m stackroute.bench.experiments.unwind [--size 32] [--limit N] [--start parent|top|root]
+    stackroute bench unwind [--size 32] [--limit N] [--start parent|top|root]
         [--max-argument-tokens 64] [--out bench/out/unwind] [--smoke]
 
 Every task is a free run (the model's own greedy decisions) of one query with the plain
@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import engine_environment, git_state
 from stackroute.bench.workloads.datasets import generated_dataset
 from stackroute.runtime.errors import InputError
@@ -175,7 +176,7 @@ def print_table(s: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None)
+    add_engine_options(parser)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--size", type=int, default=32, help="leaves in the overlap suite")
     parser.add_argument("--limit", type=int, default=1000, help="queries (file order)")
@@ -191,9 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     git = git_state()
 
-    from stackroute.server.engines.transformers_engine import TransformersEngine
 
-    engine = TransformersEngine(model=args.model, dtype=args.dtype, num_threads=args.threads)
+    engine = engine_from_args(args, dtype=args.dtype, num_threads=args.threads)
     data = generated_dataset(SUITE, args.size, seed=SEED, limit=args.limit)
     limits = Limits(max_steps=args.max_steps)
     args.out.mkdir(parents=True, exist_ok=True)

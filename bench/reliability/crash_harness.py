@@ -1,10 +1,10 @@
 """Crash safety: SIGKILL `stackroute serve` at random moments under live sessions, restart it,
 and check that nothing accepted was lost and no leaf ran twice.
 
-    python -m stackroute.bench.reliability.crash_harness            # full size: 60 kills
-    python -m stackroute.bench.reliability.crash_harness --smoke    # 5 kills (CI)
+    stackroute bench crash            # full size: 60 kills
+    stackroute bench crash --smoke    # 5 kills (CI)
         [--kills N] [--seed S] [--concurrency C] [--out DIR] [--json]
-    python -m stackroute.bench.reliability.crash_harness --instances 3 --sessions 100 --kills 40
+    stackroute bench crash --instances 3 --sessions 100 --kills 40
         # three instances over one PostgreSQL (a throwaway cluster, or --db URL); each kill
         # SIGKILLs the next instance in turn and restarts it while the others keep serving
 

@@ -1,8 +1,8 @@
 """Bad input, full size: hostile catalogs and requests against the runtime and a real
 `stackroute serve`, counting every case and every contract breach.
 
-    python -m stackroute.bench.reliability.fuzz_report            # thousands of cases per phase
-    python -m stackroute.bench.reliability.fuzz_report --smoke    # a few hundred in all
+    stackroute bench fuzz            # thousands of cases per phase
+    stackroute bench fuzz --smoke    # a few hundred in all
         [--seed S] [--json]
 
 Phases: the table of named attacks (`fuzz_cases.ATTACKS`) through

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from stackroute.server.engines.transformers_engine import DEFAULT_CACHE_BYTES, TransformersEngine
+from stackroute.server.engines.registry import create_engine
+from stackroute.server.engines.transformers_engine import DEFAULT_CACHE_BYTES
 
 CACHE_BYTES_ENV = "STACKROUTE_LOAD_CACHE_BYTES"
 
 
-def create(*, model: str | None = None, **options: Any) -> TransformersEngine:
+def create(*, model: str | None = None, **options: Any) -> Any:
     cache_bytes = int(os.environ.get(CACHE_BYTES_ENV, DEFAULT_CACHE_BYTES))
-    return TransformersEngine(model=model, cache_bytes=cache_bytes)
+    return create_engine("transformers", model=model, cache_bytes=cache_bytes)

@@ -1,8 +1,8 @@
 """Load: N concurrent clients of routing calls and sessions against one server on the CPU engine,
 for a fixed time, on loopback only; it stops by itself.
 
-    python -m stackroute.bench.reliability.load_test   # full: 60 s, 8 routing + 4 session clients
-    python -m stackroute.bench.reliability.load_test --smoke  # 10 s, 3 + 2 clients (CI: in-process)
+    stackroute bench load   # full: 60 s, 8 routing + 4 session clients
+    stackroute bench load --smoke  # 10 s, 3 + 2 clients (CI: in-process)
         [--duration S] [--route-clients N] [--session-clients N] [--max-queue Q]
         [--max-concurrency C] [--cache-mib M] [--malloc-arena-max N] [--json]
 

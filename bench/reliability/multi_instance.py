@@ -1,7 +1,7 @@
 """A session relayed across three `stackroute serve` instances over one PostgreSQL, with its
 events watched from a third: the cross-instance contract in one scripted run.
 
-    python -m stackroute.bench.reliability.multi_instance [--sessions N] [--db URL] \
+    stackroute bench multi-instance [--sessions N] [--db URL] \
         [--out DIR] [--json]
 
 Each session (a plan with two confirmation gates, `crash_plan` catalog, scripted engine):
@@ -207,13 +207,17 @@ def _check(report: RelayReport, jobs: list[Job], ids: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="stackroute bench multi-instance",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--smoke", action="store_true", help="2 sessions")
     parser.add_argument("--db", default=None, help="postgresql:// URL (default: a throwaway "
                                                    "local cluster)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sessions = 2
     workdir = args.out or Path(tempfile.mkdtemp(prefix="stackroute-relay-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.db:

@@ -1,7 +1,7 @@
 """Session throughput by store: SQLite (embedded, one process) vs PostgreSQL (shared), the
 same service and workload, so the store is what differs.
 
-    python -m stackroute.bench.reliability.store_throughput [--smoke] \
+    stackroute bench store-throughput [--smoke] \
         [--concurrency 1 8 32] [--db URL]
 
 Each variant runs an in-process `SessionService` over the store with the scripted engine at

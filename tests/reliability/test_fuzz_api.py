@@ -2,7 +2,7 @@
 scripted engine: schemathesis over the OpenAPI schema (positive and negative data) and our own
 strategies (mutated run states, broken bodies, hostile headers and path segments). Every
 answer is a success or a 4xx in the one error shape, in time; the server stays up. The
-full-size run is `python -m stackroute.bench.reliability.fuzz_report`."""
+full-size run is `stackroute bench fuzz`."""
 
 from __future__ import annotations
 

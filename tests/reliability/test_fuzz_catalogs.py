@@ -1,7 +1,7 @@
 """Hostile catalogs (hypothesis + a table of named attacks), through
 `runtime.catalog.parse_catalog_text` and through `POST /v1/catalogs`: every rejection names the
 problem (a 4xx over HTTP), nothing else is ever raised, nothing hangs, memory stays bounded.
-The full-size run is `python -m stackroute.bench.reliability.fuzz_report`."""
+The full-size run is `stackroute bench fuzz`."""
 
 from __future__ import annotations
 
