@@ -85,12 +85,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
     p.add_argument("--smoke", action="store_true", help="a few household queries only")
     p.add_argument("--refit", type=Path, default=None,
-                   help="--fit from a probe's saved queries.jsonl instead of running it")
+                   help="--fit, or --probe's report, from a saved queries.jsonl instead of "
+                        "running it")
+    p.add_argument("--probe", action="store_true",
+                   help="test: run the router and the probe (no check needed yet); the "
+                        "router+abstain row is the calibration's check replayed on the "
+                        "probe's first-leaf features beside the measured router row")
     args = p.parse_args(argv)
     if args.fit and args.split != "dev":
         p.error("--fit fits on dev only (--split dev)")
-    if args.refit is not None and not args.fit:
-        p.error("--refit goes with --fit")
+    if args.refit is not None and not (args.fit or args.probe):
+        p.error("--refit goes with --fit or --probe")
     if args.smoke:
         args.no_seal, args.num_household, args.num_chatter = True, 2, 2
         args.limit = args.limit or 4
@@ -258,6 +263,32 @@ def replay(records: Sequence[dict[str, Any]], options: AbstentionOptions) -> dic
     return table(rows)
 
 
+def replay_beside(records: Sequence[dict[str, Any]],
+                  options: AbstentionOptions) -> dict[str, Any]:
+    """The router row as measured, and beside it the router with the check: where the check
+    stops the probe's first leaf, no call at the probe's cost; elsewhere the router's own run
+    (the check is consulted only there, so the run is the same) plus the check's calls."""
+    probes = {(r["group"], r["id"]): r for r in records if r["row"] == PROBE}
+    rows: list[dict[str, Any]] = []
+    for r in records:
+        if r["row"] != ROWS[0]:
+            continue
+        p = probes[(r["group"], r["id"])]
+        verdict = p["verdict"]
+        stops = verdict is not None and \
+            options.abstains(AbstentionFeatures(**verdict["features"]))
+        rows.append(r)
+        if stops:
+            rows.append({**p, "row": "router+abstain (replayed)", "called": [],
+                         "success": not r["gold"]})
+        else:
+            extra = verdict["model_calls"] if verdict else 0
+            rows.append({**r, "row": "router+abstain (replayed)",
+                         "model_calls": r["model_calls"] + extra})
+    rows += [r for r in records if r["row"] == "evidence alone"]
+    return table(rows)
+
+
 def tradeoff(fitted: Sequence[Sample], options: AbstentionOptions) -> list[dict[str, Any]]:
     """Each dev threshold the fitted weights allow: the out-of-scope first leaves it stops
     and the in-scope successes it stops (the choice `--max-call-loss` makes)."""
@@ -286,9 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     if base.recovery is None:
         raise SystemExit(f"no calibration for {model}: the check needs the guided policy")
     rows: dict[str, RouterOptions]
+    probe = AbstentionOptions(threshold=math.inf)  # always stop: record, no arguments
     if args.fit:
-        probe = AbstentionOptions(threshold=math.inf)  # always stop: record, no arguments
         rows = {PROBE: replace(base, abstention=probe)}
+    elif args.probe:
+        rows = {ROWS[0]: base, PROBE: replace(base, abstention=probe)}
     else:
         fitted = router_options(model, abstain=True).abstention
         if fitted is None:
@@ -334,6 +367,11 @@ def main(argv: list[str] | None = None) -> int:
                       tradeoff=tradeoff(samples(records), fit.options))
         if read_abstention(target) != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
+    if args.probe and args.refit is not None:
+        fitted = router_options(model, abstain=True).abstention
+        if fitted is None:
+            raise SystemExit(f"the calibration for {model} has no abstention check yet")
+        result.update(check=fitted.to_dict(), replayed=replay_beside(records, fitted))
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({"rows": result["rows"], "replayed": result.get("replayed")}, indent=1))
     return 0
