@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                         "minutes a query)")
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only these suites (names as in the table)")
-    parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only")
+    parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only (1 through the flat row)")
     parser.add_argument("--summarize", action="store_true",
                         help="print the table from --out's queries.jsonl (no model)")
     parser.add_argument("--evidence-only", action="store_true",
@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.smoke:
         args.sizes, args.limit, args.seal = [16], 3, 0
+        args.flat_limit = min(args.flat_limit, 1)
     from stackroute.server.embeddings.embedder import shared_embedder
 
     started = time.time()
