@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from model_mark import loads_the_real_model, unmarked_model_use
 from pg_fixture import pg_server, pg_url  # noqa: F401  (PostgreSQL: a cluster per session)
 from stackroute.server.engines.model_store import (
     CACHE_DIR_ENV,
@@ -22,8 +23,19 @@ from stackroute.server.engines.model_store import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["pytester"]  # tests/test_model_mark.py runs pytest on a test file of its own
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that uses the real model without `@pytest.mark.model` fails before it loads it."""
+    problem = unmarked_model_use(item)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+
 
 @pytest.fixture(scope="session")
+@loads_the_real_model
 def embedded_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default GGUF converted into a model folder, once per session."""
     configured = os.environ.get(CACHE_DIR_ENV)
@@ -32,12 +44,14 @@ def embedded_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+@loads_the_real_model
 def embedded_model(embedded_model_dir: Path) -> LoadedModel:
     """The embedded default model in float32, loaded once per session; treat it as read-only."""
     return load_model(embedded_model_dir, dtype="float32")
 
 
 @pytest.fixture(scope="session")
+@loads_the_real_model
 def engine(embedded_model: LoadedModel) -> Any:
     """One TransformersEngine over the session's model (its prefix cache is shared state:
     tests that count cached tokens build their own engine over the same LoadedModel)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from stackroute.server.cli import app
 from typer.testing import CliRunner
 
@@ -13,6 +14,7 @@ BANK = REPO_ROOT / "examples" / "bank.catalog.json"
 runner = CliRunner()
 
 
+@pytest.mark.model
 def test_run_json_follows_the_contract_with_speculation_counts(embedded_model_dir: Path) -> None:
     result = runner.invoke(app, ["run", str(BANK), "What is the balance of my savings account?",
                                  "--model", str(embedded_model_dir), "--json",
@@ -28,6 +30,7 @@ def test_run_json_follows_the_contract_with_speculation_counts(embedded_model_di
     assert out["usage"]["accepted_levels"] <= out["usage"]["speculated_levels"]
 
 
+@pytest.mark.model
 def test_run_no_speculation_routes_step_by_step(embedded_model_dir: Path) -> None:
     result = runner.invoke(app, ["run", str(BANK), "What is the balance of my savings account?",
                                  "--model", str(embedded_model_dir), "--json",
@@ -38,6 +41,7 @@ def test_run_no_speculation_routes_step_by_step(embedded_model_dir: Path) -> Non
     assert usage["speculated_levels"] == usage["accepted_levels"] == 0
 
 
+@pytest.mark.model
 def test_the_readme_command_sends_the_money_once(embedded_model_dir: Path) -> None:
     """The README's main command, with the default policy: guided, for the embedded model."""
     result = runner.invoke(app, ["run", str(BANK), "Send 500 dollars to Asha", "--auto-approve",
@@ -51,6 +55,7 @@ def test_the_readme_command_sends_the_money_once(embedded_model_dir: Path) -> No
     assert out["usage"]["model_calls"] <= 6
 
 
+@pytest.mark.model
 def test_route_json_records_the_policy(embedded_model_dir: Path) -> None:
     result = runner.invoke(app, ["route", str(BANK), "Send 500 dollars to Asha",
                                  "--model", str(embedded_model_dir), "--json",

@@ -25,10 +25,8 @@ CALL_2 = CALL_1.extend(Message("assistant", "accounts"),
 
 
 @pytest.fixture(scope="module")
-def tokenizer_json() -> Path:
-    from stackroute.server.engines.model_store import resolve_model
-
-    return resolve_model(None) / "tokenizer.json"
+def tokenizer_json(embedded_model_dir: Path) -> Path:
+    return embedded_model_dir / "tokenizer.json"
 
 
 def fixture_tokenizer(name: str, tokenizer_json: Path, tmp_path: Path, *,
@@ -53,6 +51,7 @@ def template_ids(tokenizer: Any, prompt: Prompt) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", ["llama3", "gemma"])
 def test_a_non_chatml_template_renders_through_its_own_template(
         name: str, tokenizer_json: Path, tmp_path: Path) -> None:
@@ -77,6 +76,7 @@ def test_a_non_chatml_template_renders_through_its_own_template(
         assert "<start_of_turn>model\naccounts<end_of_turn>" in text
 
 
+@pytest.mark.model
 def test_a_template_that_rewrites_earlier_turns_falls_back_with_a_warning(
         tokenizer_json: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from stackroute.server.engines.rendering import CHATML, ChatRenderer
@@ -92,6 +92,7 @@ def test_a_template_that_rewrites_earlier_turns_falls_back_with_a_warning(
         CHATML.render(m) for m in CALL_1.messages) + CHATML.generation_prompt()
 
 
+@pytest.mark.model
 def test_a_template_whose_boundary_tokens_merge_is_not_prefix_stable(
         tokenizer_json: Path, tmp_path: Path) -> None:
     """Llama 3's template on SmolLM2's BPE without `\\n\\n` as one token: the generation
@@ -106,6 +107,7 @@ def test_a_template_whose_boundary_tokens_merge_is_not_prefix_stable(
     assert renderer.rendering == "chatml"  # the built-in markers the vocabulary has
 
 
+@pytest.mark.model
 def test_the_embedded_model_renders_byte_identical_chatml(tokenizer_json: Path,
                                                           tmp_path: Path) -> None:
     """SmolLM2's template renders routing prompts as ChatML: the built-in rendering is kept,
@@ -128,6 +130,7 @@ def test_the_embedded_model_renders_byte_identical_chatml(tokenizer_json: Path,
     assert renderer.end_of_turn_id == tokenizer.convert_tokens_to_ids("<|im_end|>")
 
 
+@pytest.mark.model
 def test_a_chat_template_file_overrides_the_model_template(tokenizer_json: Path,
                                                            tmp_path: Path) -> None:
     from stackroute.server.engines.chat_template import read_chat_template
@@ -146,6 +149,7 @@ def test_a_chat_template_file_overrides_the_model_template(tokenizer_json: Path,
         assert "<|start_header_id|>" not in text
 
 
+@pytest.mark.model
 def test_a_template_that_drifts_after_the_check_is_encoded_whole(
         tokenizer_json: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Segments stay honest beyond the check's conversation: a prompt whose earlier turns the

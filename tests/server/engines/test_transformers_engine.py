@@ -25,6 +25,8 @@ from stackroute.server.engines.base import Constraint, ContextOverflowError, Sam
 from stackroute.server.engines.option_scoring import InvalidMenuError
 from stackroute.server.engines.transformers_engine import TransformersEngine
 
+pytestmark = pytest.mark.model
+
 PROMPT = Prompt((
     Message("system", "You route requests. Answer with one option name."),
     Message("user", "Request: send 500 dollars to Asha\nOptions: pay, payment, "

@@ -417,6 +417,7 @@ def test_route_answers_with_the_guided_policy_it_used(tmp_path: Path) -> None:
                                        "speculation": "off", "unwinding": "off"}
 
 
+@pytest.mark.model
 def test_route_with_the_real_embedded_model(tmp_path: Path, embedded_model: Any) -> None:
     from stackroute.server.engines.transformers_engine import TransformersEngine
 

@@ -357,6 +357,7 @@ def embedder() -> Any:
     return Embedder()
 
 
+@pytest.mark.model
 def test_real_model_one_pass_decides_as_step_by_step(engine: Any, spec_tree: CapabilityTree,
                                                     embedder: Any) -> None:
     """Evidence drafts (right or wrong) never change the real model's decisions or traces,
@@ -378,6 +379,7 @@ def test_real_model_one_pass_decides_as_step_by_step(engine: Any, spec_tree: Cap
     assert speculated > 0
 
 
+@pytest.mark.model
 def test_real_model_accepts_a_cached_route_whole(engine: Any, spec_tree: CapabilityTree,
                                                  embedder: Any) -> None:
     """The second run of a request drafts the route the model took the first time; every

@@ -185,6 +185,7 @@ def unwinding_chain(tree: CapabilityTree, script: list[str], task: str,
     return got[0]
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("script", [["accounts", "statements", "monthly"],
                                     ["payments", "balance"]])
 @pytest.mark.parametrize("is_cache_enabled", [True, False])
@@ -213,6 +214,7 @@ def test_real_model_levels_equal_separate_choices(engine: Any, script: list[str]
                    - results[1].probabilities[again.choice]) < 1e-4
 
 
+@pytest.mark.model
 def test_real_model_plain_run_decides_identically_in_fewer_calls(engine: Any) -> None:
     from stackroute.server.engines.transformers_engine import TransformersEngine
 
