@@ -27,7 +27,7 @@ _PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d(?!\w)")
 _QUOTED = re.compile(r"\"([^\"]+)\"?|'([^']+)'|“([^”]+)”")
 _WORD = re.compile(r"[\w$€£@#][\w.@/+'’#-]*[\w%]|[\w$€£%]")
 _IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
-_NAME_JOINERS = frozenset(("of", "the", "and", "de", "for", "&"))
+_NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _DATE_WORDS = ("date", "day", "month", "deadline", "birthday", "when", "start", "end", "until",
                "since")
 _TIME_WORDS = ("time", "hour", "start", "end", "when")
@@ -58,21 +58,26 @@ def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
     return [w.lower() for w in spaced.split() if w and w.lower() not in STOPWORDS]
 
 
-def _cue_positions(request: str, words: list[str]) -> list[int]:
-    """Where the request names the property (a word of its name, 4-letter stem): the end of
-    each such word, so a value right after it ("with ID X", "age of 63") can be favoured."""
+def _cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
+    """Where the request names the property (a word of its name, 4-letter stem): each such
+    word's span, so a value right after it ("with ID X", "age of 63") or right before it
+    ("the Sales team", "the 'income' dataset") can be favoured."""
     out = []
     for match in re.finditer(r"[A-Za-z]+", request):
         word = match[0].lower()
         if any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
                for w in words):
-            out.append(match.end())
+            out.append(match.span())
     return out
 
 
-def _near(span: tuple[int, int], cues: list[int], request: str) -> bool:
-    """A cue word ends at most a few function words before `span`."""
-    for end in cues:
+def _near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
+          before: bool = False) -> bool:
+    """A cue word ends at most a few function words before `span`; with `before`, also: a
+    cue word follows `span` directly (the value names its kind's noun: "the Sales team")."""
+    for start, end in cues:
+        if before and span[1] <= start and not request[span[1]:start].strip(" \"'“”‘’"):
+            return True
         if end <= span[0]:
             between = request[end:span[0]].lower().split()
             between = [w.strip(".,:;\"'") for w in between]
@@ -91,7 +96,9 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     and not with this property's is held back (SIBLING_PENALTY)."""
     kind = schema.get("type")
     words = property_words(name, schema)
-    cues = _cue_positions(request, words)
+    shared = {w for s in siblings for w in property_words(s, {})}
+    # a word the siblings share ("number" of policy_number and flight_number) labels neither
+    cues = _cue_positions(request, [w for w in words if w not in shared] or words)
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], request)
     elif kind == "boolean":
@@ -110,7 +117,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     return list(unique.values())[:MAX_CANDIDATES]
 
 
-def _held_back(found: list[Candidate], request: str, cues: list[int], words: list[str],
+def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
+               words: list[str],
                siblings: Sequence[str]) -> list[Candidate]:
     """`found` with the values another property's name labels (and this one's does not)
     lowered by SIBLING_PENALTY."""
@@ -155,7 +163,7 @@ def _option_text(value: Any) -> str:
     return value if isinstance(value, str) and value else json.dumps(value)
 
 
-def _number_candidates(kind: str, request: str, cues: list[int],
+def _number_candidates(kind: str, request: str, cues: list[tuple[int, int]],
                        words: list[str]) -> list[Candidate]:
     blocked = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
     money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
@@ -167,14 +175,15 @@ def _number_candidates(kind: str, request: str, cues: list[int],
         value = number.value
         if kind == "integer" and isinstance(value, float):
             continue
-        prior = 2.0 if _near(number.span, cues, request) else 0.0
+        prior = 2.0 if _near(number.span, cues, request, before=True) else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
     return out
 
 
-def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues: list[int],
+def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
+                       cues: list[tuple[int, int]],
                        words: list[str]) -> list[Candidate]:
     fmt = schema.get("format")
     pattern = schema.get("pattern")
@@ -207,7 +216,7 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str, cues:
     if fmt in ("date", "date-time", "time", "email"):
         return out
     for match in _QUOTED.finditer(request):
-        out += _quoted(match, _near(match.span(), cues, request))
+        out += _quoted(match, _near(match.span(), cues, request, before=True))
     out += _spans(request, cues, words, wants_date=wants_date)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
@@ -229,13 +238,14 @@ def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
     return out
 
 
-def _spans(request: str, cues: list[int], words: list[str], *,
+def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
            wants_date: bool = False) -> list[Candidate]:
     """Word spans; none that cuts into a date for a property that wants a date (it has the
     date's normalised forms instead: "January 7" is not a check-out date)."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
     tokens = [(t, start) for t, start in tokens if t]
     dates = [d.span for d in find_dates(request)]
+    quotes = [m.span() for m in _QUOTED.finditer(request)]
     own = {w[:4] for w in words}
 
     def is_capital(k: int) -> bool:
@@ -274,13 +284,15 @@ def _spans(request: str, cues: list[int], words: list[str], *,
                 prior -= 1.5  # "ID X": the value without its label
             if wants_date and any(a < end and start < b for a, b in dates):
                 continue
+            if any(a <= start and end <= b for a, b in quotes):
+                prior -= 2.0  # a piece of a quoted value (the whole quote is offered)
             if any(a < end and start < b for a, b in dates):
                 prior -= 3.0  # dates are offered normalised where a property wants one
             if is_place and _after_place_word(request, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if _IDLIKE.fullmatch(text):
                 prior += 2.0 if is_id else 0.5
-            prior += 2.0 if _near((start, end), cues, request) else 0.0
+            prior += 2.0 if _near((start, end), cues, request, before=True) else 0.0
             out.append(Candidate(text, text, "id" if _IDLIKE.fullmatch(text) else "span",
                                  prior, (start, end)))
     return out

@@ -125,3 +125,42 @@ def test_a_date_property_gets_normalised_dates_and_no_piece_of_one() -> None:
         assert found[:2] == ["2013-11-25", "2006-01-07"]
         assert not any(t in found for t in ("January 7", "January", "2013", "November 25"))
         assert "New York" in found  # spans elsewhere stay
+
+
+@pytest.mark.parametrize(("name", "request_text", "expected"), [
+    # a value right before its property's noun (dev-easy-89, -83, -68, -42)
+    ("team", "Retrieve the team hierarchy for the Sales team.", "Sales"),
+    ("data", "Select the features from the 'income' dataset using the 'Wrapper' method.",
+     "income"),
+    ("method", "Select the features from the 'income' dataset using the 'Wrapper' method.",
+     "Wrapper"),
+    ("crop_name", "Monitor the infestation of pests in rice crops.", "rice"),
+])
+def test_a_value_right_before_its_propertys_noun_leads(name: str, request_text: str,
+                                                      expected: str) -> None:
+    assert texts(name, request_text, 1) == [expected]
+
+
+def test_a_number_right_before_its_propertys_noun_leads() -> None:
+    request = "a Marketing Manager position in Bangalore with 15 years of experience and 2 kids"
+    found = candidates("years_experience", {"type": "integer"}, request)
+    assert [c.value for c in found][:1] == [15] and found[0].prior >= 2.0
+
+
+def test_a_word_siblings_share_labels_none_of_them() -> None:
+    # dev-easy-139: "policy number DEF456" made "policy" a flight_number ("number")
+    request = "Provide me with the insurance information for policy number DEF456."
+    alone = {c.text: c.prior for c in candidates("flight_number", {"type": "string"}, request)}
+    shared = {c.text: c.prior for c in candidates("flight_number", {"type": "string"}, request,
+                                                  siblings=("policy_number",))}
+    assert shared["policy"] < alone["policy"]
+    assert texts("policy_number", request, 1, siblings=("flight_number",)) == ["DEF456"]
+
+
+def test_a_piece_of_a_quoted_value_ranks_below_the_quote() -> None:
+    # dev-easy-94: "Savings Spectacular" (inside the campaign's quoted name) became the audience
+    request = ('Create an advertisement campaign called "Spring Savings Spectacular" targeting '
+               "professionals with a budget of $30.0.")
+    found = {c.text: c.prior for c in candidates("target_audience", {"type": "string"}, request)}
+    assert found["professionals"] > found["Savings Spectacular"]
+    assert found["Spring Savings Spectacular"] > found["Savings Spectacular"]
