@@ -32,8 +32,10 @@ from stackroute.server.routing.arguments.candidates import (
 
 NONE_OPTION = "NONE"
 # How far the candidates' priors (log-odds from the request's own evidence: a value's label,
-# its kind, its place) move the model's choice; measured on Seal-Tools dev (bench right-call).
-PRIOR_SCALE = 1.0
+# its kind, its place) move the model's choice. Seal-Tools dev, 17 queries, 29 value choices
+# at the gold leaf with SmolLM2 (its unbiased choices recorded, the scale applied after): the
+# model alone 2/29 right, scale 1: 15, 1.5: 18, 2 and above: 19 (the priors alone: 19).
+PRIOR_SCALE = 2.0
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id", "language"))
 
 
