@@ -80,11 +80,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--num-household", type=int, default=10)
     p.add_argument("--num-chatter", type=int, default=12)
     p.add_argument("--no-seal", action="store_true", help="skip the Seal-Tools group")
+    p.add_argument("--seal-only", action="store_true", help="only the Seal-Tools group")
     p.add_argument("--limit", type=int, default=None, help="queries per group at most")
     p.add_argument("--max-call-loss", type=float, default=0.0,
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
     p.add_argument("--smoke", action="store_true", help="a few household queries only")
-    p.add_argument("--refit", type=Path, default=None,
+    p.add_argument("--refit", type=Path, nargs="+", default=None,
                    help="--fit, or --probe's report, from a saved queries.jsonl instead of "
                         "running it")
     p.add_argument("--probe", action="store_true",
@@ -337,11 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     records: list[dict[str, Any]] = []
     if args.refit is not None:
-        records = [json.loads(line) for line in
-                   args.refit.read_text(encoding="utf-8").splitlines() if line.strip()]
+        records = [json.loads(line) for path in args.refit for line in
+                   path.read_text(encoding="utf-8").splitlines() if line.strip()]
     else:
         with open(out / "queries.jsonl", "w", encoding="utf-8") as sink:
             for group in suite.groups:
+                if args.seal_only and group.group is not Group.SEAL_REMOVED:
+                    continue
                 records += run_group(engine, embedder, group, rows, threshold, args.limit,
                                      sink)
     result: dict[str, Any] = {
