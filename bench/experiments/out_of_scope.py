@@ -74,11 +74,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--calibration-out", type=Path, default=None,
                    help="--fit writes here (default: the model's shipped calibration file; "
                         "with --smoke, the out folder)")
+    p.add_argument("--calibration", type=Path, default=None,
+                   help="route with this calibration file (default: the model's shipped one)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-removed", type=int, default=16)
     p.add_argument("--num-seal-in-scope", type=int, default=8)
     p.add_argument("--num-household", type=int, default=10)
     p.add_argument("--num-chatter", type=int, default=12)
+    p.add_argument("--num-services", type=int, default=12)
+    p.add_argument("--groups", default=None,
+                   help="comma-separated groups to run (seal-removed, household, services)")
     p.add_argument("--no-seal", action="store_true", help="skip the Seal-Tools group")
     p.add_argument("--seal-only", action="store_true", help="only the Seal-Tools group")
     p.add_argument("--limit", type=int, default=None, help="queries per group at most")
@@ -99,6 +104,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--refit goes with --fit or --probe")
     if args.smoke:
         args.no_seal, args.num_household, args.num_chatter = True, 2, 2
+        args.num_services = 0
         args.limit = args.limit or 4
     return args
 
@@ -314,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     engine = create_engine(args.engine, model=args.model)
     model = engine.info.model
-    base = router_options(model, abstain=False)
+    base = router_options(model, abstain=False, calibration=args.calibration)
     if base.recovery is None:
         raise SystemExit(f"no calibration for {model}: the check needs the guided policy")
     rows: dict[str, RouterOptions]
@@ -324,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.probe:
         rows = {ROWS[0]: base, PROBE: replace(base, abstention=probe)}
     else:
-        fitted = router_options(model, abstain=True).abstention
+        fitted = router_options(model, abstain=True, calibration=args.calibration).abstention
         if fitted is None:
             raise SystemExit(f"the calibration for {model} has no abstention check: run "
                              "--split dev --fit first")
@@ -332,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     suite = build_suite(args.split, seed=args.seed,
                         num_removed=0 if args.no_seal else args.num_removed,
                         num_seal_in_scope=0 if args.no_seal else args.num_seal_in_scope,
-                        num_household=args.num_household, num_chatter=args.num_chatter)
+                        num_household=args.num_household, num_chatter=args.num_chatter,
+                        num_services=args.num_services)
     embedder = default_embedder() if args.refit is None else None
     threshold = base.recovery.out_of_scope_score
     started = time.time()
@@ -344,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(out / "queries.jsonl", "w", encoding="utf-8") as sink:
             for group in suite.groups:
                 if args.seal_only and group.group is not Group.SEAL_REMOVED:
+                    continue
+                if args.groups and group.group.value not in args.groups.split(","):
                     continue
                 records += run_group(engine, embedder, group, rows, threshold, args.limit,
                                      sink)
@@ -371,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         if read_abstention(target) != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
     if args.probe and args.refit is not None:
-        fitted = router_options(model, abstain=True).abstention
+        fitted = router_options(model, abstain=True, calibration=args.calibration).abstention
         if fitted is None:
             raise SystemExit(f"the calibration for {model} has no abstention check yet")
         result.update(check=fitted.to_dict(), replayed=replay_beside(records, fitted))

@@ -6,6 +6,8 @@ Groups, each routed against its own catalog:
   (the right answer is no call; the removed tool's siblings, the near misses, stay), beside
   Seal-Tools requests whose tool is still there. Dev items come from `dev.queries.jsonl`, test
   items from `test.queries.jsonl`; each split has its own reduced catalog.
+- `services`: the scale-up-32 catalog's clear requests (short, with their values) and its
+  own out-of-scope items;
 - `household`: the semantic-overlap-32 catalog (dev seed 1, test seed 0) with chit-chat and
   other-domain requests, the generated overlap suites' own out-of-scope items, and the
   suite's in-scope requests. Out-of-scope texts come from disjoint pools: the word banks'
@@ -37,6 +39,7 @@ from stackroute.bench.workloads.word_banks import CHATTER, OUT_OF_SCOPE_QUERIES
 JsonObject = dict[str, Any]
 OUT_OF_SCOPE_TAG = "out-of-scope"
 HOUSEHOLD_SIZE = 32
+SERVICES_SIZE = 32
 SPLIT_SEEDS = {"dev": 1, "test": 0}  # the generated suites' dev seed and report seed
 OVERLAP_SIZES = (16, 32, 64)  # the generated overlap suites whose out-of-scope items join
 
@@ -79,6 +82,7 @@ OTHER_DOMAIN: tuple[str, ...] = (
 class Group(StrEnum):
     SEAL_REMOVED = "seal-removed"
     HOUSEHOLD = "household"
+    SERVICES = "services"
 
 
 @dataclass(frozen=True)
@@ -222,12 +226,39 @@ def household_group(split: str, *, seed: int, num_in_scope: int,
                        "num_in_scope": sum(bool(q["gold"]) for q in queries)})
 
 
+def services_group(split: str, *, seed: int, num_in_scope: int) -> GroupSplit:
+    """The scale-up-32 suite of the split's seed: its clear in-scope requests (short, with
+    their values, like a user's) and its own out-of-scope items from this split's half of
+    the word bank."""
+    _check_split(split)
+    suite_seed = SPLIT_SEEDS[split]
+    generated = generate_suite("scale-up", num_leaves=SERVICES_SIZE, seed=suite_seed)
+    rng = random.Random(f"out-of-scope-services-{split}-{seed}")
+    allowed = set(_pool(OUT_OF_SCOPE_QUERIES, split))
+    queries = [{"id": f"sv-oos-{q['id']}", "query": q["query"], "gold": [], "args": [],
+                "tags": [OUT_OF_SCOPE_TAG, "overlap-suite"]}
+               for q in generated.queries if not q["gold"] and q["query"] in allowed]
+    in_scope = [q for q in generated.queries if q["gold"]]
+    rng.shuffle(in_scope)
+    queries += [{"id": f"sv-in-{q['id']}", "query": q["query"], "gold": q["gold"],
+                 "args": q.get("args"), "tags": ["in-scope", *q.get("tags", [])]}
+                for q in in_scope[:num_in_scope]]
+    rng.shuffle(queries)
+    return GroupSplit(Group.SERVICES, generated.catalog, queries, None,
+                      {"source": f"scale-up-{SERVICES_SIZE} seed {suite_seed}", "seed": seed,
+                       "num_out_of_scope": sum(not q["gold"] for q in queries),
+                       "num_in_scope": sum(bool(q["gold"]) for q in queries)})
+
+
 def build_suite(split: str, *, seed: int = 0, num_removed: int = 20,
                 num_seal_in_scope: int = 10, num_household: int = 10,
-                num_chatter: int = 12, seal_dir: Path = SEAL_DIR) -> OutOfScopeSuite:
-    """The suite's `split` (dev or test): both groups."""
+                num_chatter: int = 12, num_services: int = 12,
+                seal_dir: Path = SEAL_DIR) -> OutOfScopeSuite:
+    """The suite's `split` (dev or test): every group."""
     groups = [household_group(split, seed=seed, num_in_scope=num_household,
                               num_chatter=num_chatter)]
+    if num_services:
+        groups.append(services_group(split, seed=seed, num_in_scope=num_services))
     if num_removed or num_seal_in_scope:
         groups.insert(0, seal_group(split, seed=seed, num_removed=num_removed,
                                     num_in_scope=num_seal_in_scope, seal_dir=seal_dir))

@@ -5,8 +5,10 @@ check's features and what the right answer was:
 - `CALL`: an in-scope request whose leaf was its gold leaf (abstaining would lose a success);
 - `ABSTAIN`: an out-of-scope request (any call is a tool hallucination);
 - `EITHER`: an in-scope request routed to a wrong leaf (a failure either way: not fitted).
-A logistic regression (standardised features, L2) separates CALL from ABSTAIN; the threshold
-is then the highest one that abstains on at most `max_call_loss` of the in-scope requests'
+A logistic regression (standardised features, L2, every weight kept at or above zero: a
+more confident yes, a higher evidence score or a clearer evidence lead never argues for
+abstaining, which a few dev items could otherwise teach it) separates CALL from ABSTAIN;
+the threshold is then the highest one that abstains on at most `max_call_loss` of the in-scope requests'
 successes (0: none), placed halfway to the next ABSTAIN sample below it, so the margin is
 not spent on the dev items themselves.
 
@@ -61,7 +63,8 @@ def _matrix(samples: Sequence[Sample]) -> np.ndarray:
 
 
 def logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    """Weights and bias of P(y=1 | x), in `x`'s own units (fitted on standardised columns)."""
+    """Weights (each >= 0) and bias of P(y=1 | x), in `x`'s own units (fitted on
+    standardised columns)."""
     mean, std = x.mean(axis=0), x.std(axis=0)
     std[std < 1e-9] = 1.0
     z = (x - mean) / std
@@ -75,6 +78,7 @@ def logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
         p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
         g = weight * (p - y)
         w -= LEARNING_RATE * (z.T @ g + L2 * w / len(y))
+        np.maximum(w, 0.0, out=w)  # monotone: see the module docstring
         b -= LEARNING_RATE * float(g.sum())
     raw = w / std
     return raw, float(b - (raw * mean).sum())
