@@ -119,11 +119,12 @@ class ServerSettings(BaseSettings):
         "option and the first option it hides")
     shortlist_max_options: int = Field(
         3, ge=1, description="options a shortlisted menu shows at most (besides OTHER)")
-    abstain: bool = Field(
-        True, description="guided policy: before a run's first leaf call, ask the model "
+    abstain: bool | None = Field(
+        None, description="guided policy: before a run's first leaf call, ask the model "
         "whether the leaf does what the request asks and end the run with no call when the "
         "fitted check (the model's calibration, its `abstention` object) says nothing fits "
-        "(server/routing/abstention.py); on only where the calibration has it")
+        "(server/routing/abstention.py): true where the calibration has a check | false | "
+        "none: as the calibration says (its `is_default`, set from the measured numbers)")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "

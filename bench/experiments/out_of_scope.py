@@ -87,6 +87,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-seal", action="store_true", help="skip the Seal-Tools group")
     p.add_argument("--seal-only", action="store_true", help="only the Seal-Tools group")
     p.add_argument("--limit", type=int, default=None, help="queries per group at most")
+    p.add_argument("--default-on", action="store_true",
+                   help="--fit: routers use the check without --abstain (set it only where "
+                        "the test split says the check is worth it)")
     p.add_argument("--max-call-loss", type=float, default=0.0,
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
     p.add_argument("--smoke", action="store_true", help="a few household queries only")
@@ -373,11 +376,12 @@ def main(argv: list[str] | None = None) -> int:
         if target != calibration_file(model) and not target.exists():
             target.write_text(calibration_file(model).read_text(encoding="utf-8"),
                               encoding="utf-8")
-        write_abstention(target, fit.options, measured)
+        write_abstention(target, fit.options, measured, is_default=args.default_on)
         result.update(fitted=fit.options.to_dict(), fit_measured=measured,
                       calibration=str(target), replayed=replay(records, fit.options),
                       tradeoff=tradeoff(samples(records), fit.options))
-        if read_abstention(target) != fit.options:
+        check = read_abstention(target)
+        if check is None or check.options != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
     if args.probe and args.refit is not None:
         fitted = router_options(model, abstain=True, calibration=args.calibration).abstention

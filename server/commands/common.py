@@ -59,8 +59,8 @@ PromptOrderOpt = Annotated[str | None, typer.Option(
     "default: the measured one")]
 AbstainOpt = Annotated[bool | None, typer.Option(
     "--abstain/--no-abstain", help="guided policy: before the first leaf call, end the run "
-    "with no call when the model's fitted check says no leaf fits the request (on by default "
-    "where the model's calibration has the check; the abstain setting)")]
+    "with no call when the model's fitted check says no leaf fits the request; default: as "
+    "the model's calibration says (the abstain setting)")]
 ShortlistOpt = Annotated[bool | None, typer.Option(
     "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
     "options and OTHER (the full menu) where the leaf evidence is sure; default: the "

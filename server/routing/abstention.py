@@ -225,7 +225,16 @@ class AbstentionCheck:
                            f"nor BACK: {list(menu.options)}")
 
 
-def read_abstention(path: Path) -> AbstentionOptions | None:
+@dataclass(frozen=True)
+class CalibratedCheck:
+    """A calibration file's `abstention` object: the fitted check, and whether routers use
+    it when nobody says (`is_default`: set from the test numbers, not assumed)."""
+
+    options: AbstentionOptions
+    is_default: bool
+
+
+def read_abstention(path: Path) -> CalibratedCheck | None:
     """The `abstention` object of a calibration file, None where it has none (a model not
     fitted for it)."""
     try:
@@ -235,13 +244,29 @@ def read_abstention(path: Path) -> AbstentionOptions | None:
     section = data.get("abstention") if isinstance(data, dict) else None
     if section is None:
         return None
-    if not isinstance(section, dict) or not isinstance(section.get("options"), dict):
-        raise InputError(f"{path}: 'abstention' must be an object with an 'options' object")
-    return AbstentionOptions.from_dict(section["options"])
+    if not isinstance(section, dict) or not isinstance(section.get("options"), dict) \
+            or not isinstance(section.get("is_default", True), bool):
+        raise InputError(f"{path}: 'abstention' must be an object with an 'options' object "
+                         "and a boolean 'is_default'")
+    return CalibratedCheck(AbstentionOptions.from_dict(section["options"]),
+                           section.get("is_default", True))
 
 
-def write_abstention(path: Path, options: AbstentionOptions, measured: dict[str, Any]) -> None:
+def chosen_check(path: Path | None, abstain: bool | None) -> AbstentionOptions | None:
+    """The check a router uses: `abstain` True: the calibration's, where it has one; False:
+    none; None: the calibration's where it says so (`is_default`)."""
+    if abstain is False or path is None:
+        return None
+    check = read_abstention(path)
+    if check is None or (abstain is None and not check.is_default):
+        return None
+    return check.options
+
+
+def write_abstention(path: Path, options: AbstentionOptions, measured: dict[str, Any], *,
+                     is_default: bool = False) -> None:
     """Set the `abstention` object of the calibration file at `path` (the rest unchanged)."""
     data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    data["abstention"] = {"options": options.to_dict(), "measured": measured}
+    data["abstention"] = {"options": options.to_dict(), "is_default": is_default,
+                          "measured": measured}
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

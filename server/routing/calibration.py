@@ -116,14 +116,14 @@ def router_options(model: str, *, policy: Policy | None = None,
                                 unwinding=unwinding, max_argument_tokens=max_argument_tokens,
                                 calibration="built-in defaults" if path is None
                                 else path.name)
-    # `abstain` None: the setting's; on where the calibration has the fitted check
-    # (abstention.py; guided policy only).
+    # `abstain` None: the setting's; None there too: the calibration's fitted check where
+    # the calibration turns it on (abstention.py; guided policy only).
     if abstain is None:
         abstain = ServerSettings.default("abstain")
-    if abstain and path is not None and options.recovery is not None:
-        from stackroute.server.routing.abstention import read_abstention
+    if options.recovery is not None:
+        from stackroute.server.routing.abstention import chosen_check
 
-        options = replace(options, abstention=read_abstention(path))
+        options = replace(options, abstention=chosen_check(path, abstain))
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,
                                                            margin=shortlist_margin))

@@ -23,7 +23,7 @@ from stackroute.server.routing.abstention import (
     write_abstention,
 )
 from stackroute.server.routing.calibration import router_options
-from stackroute.server.routing.options import DraftSource, RouterOptions
+from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
@@ -139,13 +139,19 @@ def test_the_calibration_file_carries_the_check(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"model": "m", "options": {}, "measured": {}}), encoding="utf-8")
     assert read_abstention(path) is None
-    assert router_options("m", calibration=path).abstention is None
-    write_abstention(path, JUDGE_ONLY, {"num_call": 3})
-    assert read_abstention(path) == JUDGE_ONLY
+    assert router_options("m", calibration=path, abstain=True).abstention is None
+    write_abstention(path, JUDGE_ONLY, {"num_call": 3})  # fitted, not on by default
+    check = read_abstention(path)
+    assert check is not None and check.options == JUDGE_ONLY and not check.is_default
     assert json.loads(path.read_text(encoding="utf-8"))["options"] == {}  # the rest kept
-    on = router_options("m", calibration=path)
+    assert router_options("m", calibration=path).abstention is None
+    on = router_options("m", calibration=path, abstain=True)
     assert on.abstention == JUDGE_ONLY and on.describe()["abstention"] == "on"
+    write_abstention(path, JUDGE_ONLY, {"num_call": 3}, is_default=True)
+    assert router_options("m", calibration=path).abstention == JUDGE_ONLY
     assert router_options("m", calibration=path, abstain=False).abstention is None
+    plain = router_options("m", calibration=path, policy=Policy.PLAIN, abstain=True)
+    assert plain.abstention is None  # the check reads the guided policy's evidence
 
 
 def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:

@@ -1,0 +1,70 @@
+"""`stackroute bench out-of-scope`: the suite it routes (dev and test apart, deterministic) and a
+smoke run of the command with the real model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from stackroute.bench.workloads.out_of_scope import (
+    OUT_OF_SCOPE_TAG,
+    build_suite,
+    remove_leaves,
+    write_suite,
+)
+
+
+def test_dev_and_test_share_no_out_of_scope_text_and_the_removed_tools_are_gone(
+        tmp_path: Path) -> None:
+    dev = build_suite("dev", num_removed=4, num_seal_in_scope=2, num_household=3)
+    test = build_suite("test", num_removed=4, num_seal_in_scope=2, num_household=3)
+    texts = {s: {q["query"] for g in suite.groups for q in g.queries if not q["gold"]}
+             for s, suite in (("dev", dev), ("test", test))}
+    assert texts["dev"] and texts["test"] and not texts["dev"] & texts["test"]
+    seal = dev.groups[0]
+    removed = set(seal.metadata["removed_leaves"])
+    assert len(removed) == 4
+
+    def leaves(node: dict, prefix: str = "") -> set[str]:
+        out: set[str] = set()
+        for child in node.get("children", []):
+            path = prefix + child["name"]
+            out |= leaves(child, path + "/") if "children" in child else {path}
+        return out
+
+    assert not removed & leaves(seal.catalog)
+    for q in seal.queries:
+        if OUT_OF_SCOPE_TAG in q["tags"]:
+            assert q["gold"] == [] and set(q["removed"]) <= removed
+        else:
+            assert q["gold"][0] in leaves(seal.catalog)
+    paths = write_suite(dev, tmp_path)
+    assert {p.name for p in paths} >= {f"{dev.stem}-seal-removed.queries.jsonl",
+                                       f"{dev.stem}-household.catalog.json"}
+    assert dev.to_files() == build_suite("dev", num_removed=4, num_seal_in_scope=2,
+                                         num_household=3).to_files()
+
+
+def test_removing_an_unknown_leaf_is_an_error() -> None:
+    with pytest.raises(ValueError, match="not in the catalog"):
+        remove_leaves({"name": "r", "children": [{"name": "a"}]}, {"b"})
+    pruned = remove_leaves({"name": "r", "children": [
+        {"name": "g", "children": [{"name": "a"}]}, {"name": "b"}]}, {"g/a"})
+    assert pruned["children"] == [{"name": "b"}]
+
+
+@pytest.mark.model
+def test_the_smoke_run_fits_and_reports(tmp_path: Path) -> None:
+    from stackroute.bench.experiments.out_of_scope import main
+
+    out = tmp_path / "dev"
+    assert main(["--split", "dev", "--fit", "--smoke", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    probe = result["rows"]["probe"]["all"]
+    assert probe["num_out_of_scope"] + probe["num_in_scope"] == 4
+    assert set(result["replayed"]) == {"router (first leaf)", "router+abstain (replayed)"}
+    written = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
+    assert written["abstention"]["options"] == result["fitted"]
+    lines = (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {json.loads(x)["row"] for x in lines} == {"probe", "evidence alone"}
