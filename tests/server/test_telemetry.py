@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from engine_doubles import RecordingEngine
+from doubles import PlanEngine, RecordingEngine
 from live_server import serve
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from routing_app_kit import make_settings
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.runtime.decision import ArgumentsCall
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.trace import EventKind, TraceEvent

@@ -9,7 +9,7 @@ import pkgutil
 
 import numpy as np
 import pytest
-from recovery_kit import WordEmbedder
+from doubles import WordEmbedder
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.embeddings import leaf_index as leaf_index_module
 from stackroute.server.embeddings.leaf_index import LeafIndex

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import PlanEngine
 from fastapi.testclient import TestClient
 from routing_app_kit import assert_error, make_app, make_settings, upload
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import PrepareStats
 from stackroute.server.engines.remote_errors import RemoteUnavailableError
@@ -238,7 +239,7 @@ def test_process_isolated_leaves_get_the_settings_memory_limit(tmp_path: Path) -
 ])
 def test_a_constraint_past_the_budget_is_refused(tmp_path: Path, structured: dict[str, Any],
                                                  param: str, words: str) -> None:
-    from engine_doubles import RecordingEngine
+    from doubles import RecordingEngine
     from stackroute.server.http.app import create_app
 
     with TestClient(create_app(make_settings(tmp_path), engine=RecordingEngine()),

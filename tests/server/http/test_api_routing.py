@@ -12,9 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from doubles import PlanEngine
 from fastapi.testclient import TestClient
 from routing_app_kit import assert_error, make_app, make_settings, upload, wait_status
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.server.settings import ServerSettings
 
 

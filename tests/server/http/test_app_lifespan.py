@@ -8,29 +8,29 @@ import logging
 from pathlib import Path
 
 import anyio
-import engine_doubles
+import doubles
 import httpx
 import pytest
-from engine_doubles import RecordingEngine
+from doubles import RecordingEngine
 from live_server import serve, server_settings
 from stackroute.runtime.errors import CatalogError
 from stackroute.server.engines.remote_engine import RemoteEngine
 from stackroute.server.http.app import create_app
 from upstream_kit import OK, Script, fake_server
 
-BY_IMPORT_PATH = "engine_doubles:build_recording_engine"
+BY_IMPORT_PATH = "doubles:build_recording_engine"
 
 
 @pytest.fixture(autouse=True)
 def no_engines_built() -> None:
-    engine_doubles.BUILT.clear()
+    doubles.BUILT.clear()
 
 
 def test_the_engine_the_app_built_is_closed_once_at_shutdown(tmp_path: Path) -> None:
     app = create_app(server_settings(tmp_path, engine=BY_IMPORT_PATH))
     with serve(app) as base_url:
         assert httpx.get(f"{base_url}/readyz").status_code == 200
-        (engine,) = engine_doubles.BUILT
+        (engine,) = doubles.BUILT
         assert app.state.stackroute.engine is engine and engine.num_closes == 0
     assert engine.num_closes == 1
 
@@ -56,7 +56,7 @@ def test_a_failed_start_still_closes_the_engine(tmp_path: Path) -> None:
 
     with pytest.raises(CatalogError, match="not valid JSON"):
         anyio.run(start)
-    (engine,) = engine_doubles.BUILT
+    (engine,) = doubles.BUILT
     assert engine.num_closes == 1
 
 
@@ -71,6 +71,6 @@ def test_an_engine_that_fails_to_close_is_logged(tmp_path: Path,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(server_settings(tmp_path, engine=BY_IMPORT_PATH))
     with caplog.at_level(logging.ERROR, logger="stackroute.server.http.app"), serve(app):
-        engine_doubles.BUILT[0].close_error = OSError("pool already gone")
-    assert engine_doubles.BUILT[0].num_closes == 1
+        doubles.BUILT[0].close_error = OSError("pool already gone")
+    assert doubles.BUILT[0].num_closes == 1
     assert any("closing the engine failed" in r.getMessage() for r in caplog.records)

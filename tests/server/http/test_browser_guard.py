@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from doubles import PlanEngine
 from live_server import serve
 from routing_app_kit import make_settings
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.server.http.app import create_app
 from stackroute.server.settings import ServerSettings
 from stackroute.server.telemetry import Telemetry

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from engine_doubles import RecordingEngine
+from doubles import RecordingEngine
 from live_server import serve, server_settings
 from stackroute.server.engines.option_scoring import OptionBiasError
 from stackroute.server.engines.remote_engine import (

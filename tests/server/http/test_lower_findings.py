@@ -16,9 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
+from doubles import PlanEngine
 from live_server import serve
 from routing_app_kit import make_settings
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.server.engines.base import EngineInfo
 from stackroute.server.http.app import create_app
 from stackroute.server.http.metrics import Metrics

@@ -23,7 +23,7 @@ import httpx
 import jsonschema
 import openai
 import pytest
-from engine_doubles import RecordingEngine
+from doubles import RecordingEngine
 from live_server import serve, server_settings
 from prometheus_client.parser import text_string_to_metric_families
 from stackroute.server.engines.base import (

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from doubles import PlanEngine
 from live_server import serve
 from routing_app_kit import make_settings
-from session_kit import PlanEngine
 from stackroute.server.http.app import create_app
 from stackroute.server.telemetry import Telemetry
 

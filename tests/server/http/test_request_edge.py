@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import PlanEngine
 from routing_app_kit import make_settings
-from session_kit import PlanEngine
 from stackroute.server.http.app import create_app
 
 SEVEN_MIB = 7 << 20

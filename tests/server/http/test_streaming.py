@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from engine_doubles import RecordingEngine
+from doubles import PlanEngine, RecordingEngine
 from live_server import serve, server_settings
 from routing_app_kit import make_app, make_settings
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from recovery_kit import FakeEngine, then_done
+from doubles import LogitEngine, then_done
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Generation, SamplingOptions
@@ -33,7 +33,7 @@ SEND = {"name": "r", "children": [{"name": "send", "description": "Send money.",
     "examples": [{"request": "send 20 to Bo", "arguments": {"payee": "Bo", "amount": 20}}]}]}
 
 
-class Writes(FakeEngine):
+class Writes(LogitEngine):
     """Routes to the first leaf; writes `text` for any JSON it is asked for."""
 
     def __init__(self, route: Mapping[str, float], text: str = "{}",
@@ -54,11 +54,11 @@ def leaf_event(state: Any, name: str) -> Any:
     return next(e for e in state.trace if e.kind.value == "route" and e.decision == name)
 
 
-def value_calls(engine: FakeEngine) -> list[tuple[str, ...]]:
+def value_calls(engine: LogitEngine) -> list[tuple[str, ...]]:
     return [c.options for c in engine.calls if "DONE" not in c.options]
 
 
-def run(catalog: dict[str, Any], engine: FakeEngine, text: str) -> Any:
+def run(catalog: dict[str, Any], engine: LogitEngine, text: str) -> Any:
     machine = build_machine(build_tree(catalog), engine)
     return run_query(machine, Query(id="q", query=text, gold=(), args=None, tags=()))
 

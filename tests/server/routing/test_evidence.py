@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from recovery_kit import WordEmbedder, house_tree
+from doubles import WordEmbedder
+from recovery_kit import house_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.menu import CompletionState, Menu
 from stackroute.runtime.tree import Node

@@ -6,7 +6,8 @@ from __future__ import annotations
 import doctest
 
 import pytest
-from recovery_kit import FakeEngine, evidence_source, house_tree, run
+from doubles import LogitEngine
+from recovery_kit import evidence_source, house_tree, run
 from stackroute.server.routing import finish
 from stackroute.server.routing.finish import FinishCheck, request_parts
 
@@ -59,7 +60,7 @@ def test_parts_below_the_score_ask_for_nothing() -> None:
 
 def test_a_guided_run_stops_after_its_call_though_the_model_would_go_on() -> None:
     # The model, asked after its call, would rather pay the power bill too.
-    engine = FakeEngine({"billing": 5.0, "pay_water": 5.0, "pay_power": 4.0, "DONE": 0.0})
+    engine = LogitEngine({"billing": 5.0, "pay_water": 5.0, "pay_power": 4.0, "DONE": 0.0})
     state = run(house_tree(), engine, "pay the water bill", evidence_weight=0.0,
                 is_backtracking_enabled=False, is_fallback_enabled=False)
     assert [c["path"] for c in state.calls] == ["billing/pay_water"]
@@ -69,7 +70,7 @@ def test_a_guided_run_stops_after_its_call_though_the_model_would_go_on() -> Non
 
 
 def test_without_finish_the_same_model_makes_a_second_call() -> None:
-    engine = FakeEngine({"billing": 5.0, "pay_water": 5.0, "pay_power": 4.0, "DONE": 0.0})
+    engine = LogitEngine({"billing": 5.0, "pay_water": 5.0, "pay_power": 4.0, "DONE": 0.0})
     state = run(house_tree(), engine, "pay the water bill", evidence_weight=0.0,
                 is_backtracking_enabled=False, is_fallback_enabled=False,
                 is_finish_enabled=False)
@@ -88,7 +89,7 @@ def test_the_next_call_serves_the_next_ask_in_the_requests_order() -> None:
 
 def test_a_guided_run_of_two_asks_calls_them_in_order() -> None:
     # Without the focus the whole request's evidence points at the water bill first.
-    engine = FakeEngine({"DONE": -5.0, "BACK": -5.0})
+    engine = LogitEngine({"DONE": -5.0, "BACK": -5.0})
     state = run(house_tree(), engine, "send a gift of money, then pay the water bill now "
                 "pay water bill", is_contrast_enabled=False, finish_part_score=0.3)
     assert [c["path"] for c in state.calls] == ["transfers/send_gift", "billing/pay_water"]

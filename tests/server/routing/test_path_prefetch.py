@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from recovery_kit import FakeEngine, evidence_source, house_tree, then_done
+from doubles import LogitEngine, then_done
+from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.state import RunState
 from stackroute.server.engines.base import MenuResult
 from stackroute.server.engines.verification import PathLevel
@@ -25,7 +26,7 @@ LOGITS = {"billing": 1.0, "transfers": 0.5, "weather": 0.0, "DONE": 0.8, "pay_wa
           "wire_abroad": 0.0, "BACK": -0.5}
 
 
-class VerifyingEngine(FakeEngine):
+class VerifyingEngine(LogitEngine):
     """Verifies a path as step-by-step would decide each level (bias included); counts."""
 
     def __init__(self) -> None:
@@ -40,7 +41,7 @@ class VerifyingEngine(FakeEngine):
         return results
 
 
-def guided(engine: FakeEngine, source: DraftSource) -> Any:
+def guided(engine: LogitEngine, source: DraftSource) -> Any:
     tree = house_tree()
     options = RouterOptions(recovery=RecoveryOptions(is_contrast_enabled=False),
                             speculation=source)

@@ -13,13 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from recovery_kit import (
-    FakeEngine,
-    evidence_source,
-    house_tree,
-    run,
-    then_done,
-)
+from doubles import LogitEngine, then_done
+from recovery_kit import evidence_source, house_tree, run
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
@@ -56,7 +51,7 @@ def called(state: RunState) -> list[str]:
 def test_everything_off_is_plain_routing() -> None:
     tree = house_tree()
     logits = then_done({"transfers": 1.0, "send_gift": 2.0})
-    plain_engine, off_engine = FakeEngine(logits), FakeEngine(logits)
+    plain_engine, off_engine = LogitEngine(logits), LogitEngine(logits)
     plain = run_query(build_machine(tree, plain_engine),
                       Query(id="p", query=WATER, gold=(), args=None, tags=()))
     off = run(tree, off_engine, WATER, **RecoveryOptions.off().to_dict())
@@ -79,7 +74,7 @@ def test_options_reject_unknown_keys_and_bad_values() -> None:
 
 def test_recovery_needing_evidence_without_it_is_refused() -> None:
     with pytest.raises(ValueError, match="EvidenceSource"):
-        EngineRouter(FakeEngine({}), RouterOptions(recovery=RecoveryOptions(),
+        EngineRouter(LogitEngine({}), RouterOptions(recovery=RecoveryOptions(),
                                                    speculation=DraftSource.OFF))
 
 
@@ -87,7 +82,7 @@ def test_recovery_needing_evidence_without_it_is_refused() -> None:
 
 @pytest.mark.parametrize(("weight", "first"), [(0.0, "transfers"), (1.0, "billing")])
 def test_prior_moves_a_decision(weight: float, first: str) -> None:
-    engine = FakeEngine(then_done({"transfers": 0.5}))
+    engine = LogitEngine(then_done({"transfers": 0.5}))
     state = run(house_tree(), engine, WATER, evidence_weight=weight, **EVIDENCE_ONLY)
     assert routes(state)[0] == ("", first)
     if weight:
@@ -98,7 +93,7 @@ def test_prior_moves_a_decision(weight: float, first: str) -> None:
 
 
 def test_prior_pushes_done_for_an_out_of_scope_request() -> None:
-    engine = FakeEngine({"billing": 3.0})
+    engine = LogitEngine({"billing": 3.0})
     state = run(house_tree(), engine, "what is the capital of peru", **EVIDENCE_ONLY)
     assert routes(state) == [("", "DONE")]
     assert called(state) == []
@@ -106,7 +101,7 @@ def test_prior_pushes_done_for_an_out_of_scope_request() -> None:
 
 def test_raw_probabilities_are_the_unbiased_model() -> None:
     tree = house_tree()
-    engine = FakeEngine({"billing": 0.3, "transfers": 1.1, "DONE": 0.7})
+    engine = LogitEngine({"billing": 0.3, "transfers": 1.1, "DONE": 0.7})
     machine = StackMachine(tree, ScriptedRouter([]))
     state = machine.start(WATER)
     request = RoutingRequest(run_id="r", step=0, depth=0, task=WATER, node=tree.root,
@@ -127,7 +122,7 @@ def test_raw_probabilities_are_the_unbiased_model() -> None:
 
 @pytest.mark.parametrize("weight", [0.0, 1.0])
 def test_evidence_backtracks_and_the_parent_picks_the_next_sibling(weight: float) -> None:
-    engine = FakeEngine(then_done({"transfers": 40.0, "split_rent": 1.0}))
+    engine = LogitEngine(then_done({"transfers": 40.0, "split_rent": 1.0}))
     state = run(house_tree(), engine, WATER, evidence_weight=weight, is_fallback_enabled=False)
     assert routes(state)[:3] == [("", "transfers"), ("transfers", "BACK"), ("", "billing")]
     assert called(state) == ["billing/pay_water"]
@@ -145,7 +140,7 @@ def test_evidence_backtracks_and_the_parent_picks_the_next_sibling(weight: float
 
 
 def test_low_confidence_backtracks() -> None:
-    engine = FakeEngine(then_done({"transfers": 5.0, "billing": 2.0, "pay_water": 3.0}))
+    engine = LogitEngine(then_done({"transfers": 5.0, "billing": 2.0, "pay_water": 3.0}))
     state = run(house_tree(), engine, WATER, evidence_weight=0.0, backtrack_gap=None,
                 min_confidence=0.5, is_fallback_enabled=False)
     assert routes(state)[:4] == [("", "transfers"), ("transfers", "BACK"), ("", "billing"),
@@ -155,7 +150,7 @@ def test_low_confidence_backtracks() -> None:
 
 @pytest.mark.parametrize(("enabled", "calls"), [(True, ["billing/pay_water"]), (False, [])])
 def test_evidence_overrules_a_wrong_back(enabled: bool, calls: list[str]) -> None:
-    engine = FakeEngine(then_done({"billing": 5.0, "BACK": 5.0, "DONE": 1.0}))
+    engine = LogitEngine(then_done({"billing": 5.0, "BACK": 5.0, "DONE": 1.0}))
     state = run(house_tree(), engine, WATER, evidence_weight=0.0,
                 is_backtracking_enabled=enabled, is_fallback_enabled=False)
     assert called(state) == calls
@@ -172,7 +167,7 @@ def test_backtracking_only_in_fresh_inner_frames() -> None:
     assert "BACK" in after_back.menu and not is_fresh(after_back)
     options = RecoveryOptions(evidence_weight=0.0, backtrack_gap=None, min_confidence=0.9,
                               is_fallback_enabled=False)
-    policy = RecoveryPolicy(MenuScorer(FakeEngine({})), options)
+    policy = RecoveryPolicy(MenuScorer(LogitEngine({})), options)
     assert policy.decide(after_back).choice == "split_rent"  # unsure, but kept
     assert policy.decide(requests[1]).choice == "BACK"  # fresh and unsure: back
     assert policy.decide(requests[0]).choice == "billing"  # the root never backtracks
@@ -187,7 +182,7 @@ BEAM_ONLY: dict[str, Any] = {"evidence_weight": 0.0, "is_backtracking_enabled": 
 
 
 def test_beam_picks_the_subtree_with_the_better_leaf() -> None:
-    engine = FakeEngine(then_done(BEAM_LOGITS))
+    engine = LogitEngine(then_done(BEAM_LOGITS))
     state = run(house_tree(), engine, "something about money", beam_width=2, **BEAM_ONLY)
     assert called(state) == ["transfers/split_rent"]
     first, second = route_details(state)[:2]
@@ -207,13 +202,13 @@ def test_beam_picks_the_subtree_with_the_better_leaf() -> None:
 
 
 def test_without_the_beam_the_greedy_pick_stands() -> None:
-    engine = FakeEngine(then_done(BEAM_LOGITS))
+    engine = LogitEngine(then_done(BEAM_LOGITS))
     state = run(house_tree(), engine, "something about money", **BEAM_ONLY)
     assert called(state) == ["billing/pay_water"]
 
 
 def test_beam_waits_for_a_close_call() -> None:
-    engine = FakeEngine(then_done({**BEAM_LOGITS, "billing": 3.0}))
+    engine = LogitEngine(then_done({**BEAM_LOGITS, "billing": 3.0}))
     state = run(house_tree(), engine, "something about money", beam_width=2, **BEAM_ONLY)
     assert "beam" not in route_details(state)[0]
     assert called(state) == ["billing/pay_water"]
@@ -222,7 +217,7 @@ def test_beam_waits_for_a_close_call() -> None:
 # -- global fallback --------------------------------------------------------------------------
 
 def test_fallback_routes_done_at_the_root_to_the_best_leaf() -> None:
-    engine = FakeEngine(then_done({"DONE": 5.0}))
+    engine = LogitEngine(then_done({"DONE": 5.0}))
     state = run(house_tree(), engine, WATER, evidence_weight=0.0)
     assert called(state) == ["billing/pay_water"]
     first, second = route_details(state)[:2]
@@ -234,13 +229,13 @@ def test_fallback_routes_done_at_the_root_to_the_best_leaf() -> None:
 
 
 def test_no_fallback_for_an_out_of_scope_request() -> None:
-    engine = FakeEngine(then_done({"DONE": 5.0}))
+    engine = LogitEngine(then_done({"DONE": 5.0}))
     state = run(house_tree(), engine, "what is the capital of peru", evidence_weight=0.0)
     assert routes(state) == [("", "DONE")] and called(state) == []
 
 
 def test_no_fallback_once_the_run_has_calls() -> None:
-    engine = FakeEngine(then_done({"weather": 9.0}))
+    engine = LogitEngine(then_done({"weather": 9.0}))
     state = run(house_tree(), engine, WATER, evidence_weight=0.0)
     assert called(state) == ["weather"]
     assert routes(state)[-1] == ("", "DONE")
@@ -254,7 +249,7 @@ def test_contrast_removes_the_request_independent_preference() -> None:
     neutral = {"DONE": 5.0}
     options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True),
                             speculation=DraftSource.OFF)
-    engine = FakeEngine(logits, neutral=neutral)
+    engine = LogitEngine(logits, neutral=neutral)
     machine = build_machine(tree, engine, options=options)
     first = run_query(machine, Query(id="a", query=WATER, gold=(), args=None, tags=()))
     assert routes(first)[0] == ("", "billing")
@@ -266,7 +261,7 @@ def test_contrast_removes_the_request_independent_preference() -> None:
     root_neutral = [c for c in engine.calls if c.is_neutral and len(c.prompt.messages) == 2]
     assert len(root_neutral) == 1  # one neutral call per menu, shared by every request
     assert sum(c.is_neutral for c in engine.calls) == num_neutral
-    plain = run_query(build_machine(tree, FakeEngine(logits, neutral=neutral)),
+    plain = run_query(build_machine(tree, LogitEngine(logits, neutral=neutral)),
                       Query(id="c", query=WATER, gold=(), args=None, tags=()))
     assert routes(plain) == [("", "DONE")]
 
@@ -279,7 +274,7 @@ def test_contrast_applies_to_fresh_frames_only() -> None:
 
     options = RouterOptions(recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True),
                             speculation=DraftSource.OFF)
-    machine = build_machine(house_tree(), FakeEngine(logits, neutral={"DONE": 5.0}),
+    machine = build_machine(house_tree(), LogitEngine(logits, neutral={"DONE": 5.0}),
                             options=options)
     state = run_query(machine, Query(id="f", query="weather in Oslo", gold=(), args=None,
                                      tags=()))

@@ -14,19 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from doubles import HashEngine, WordEmbedder
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.machine import StackMachine
-from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     ContextOverflowError,
-    Generation,
     MenuResult,
-    PromptInput,
 )
 from stackroute.server.engines.verification import PathLayoutError, PathLevel
 from stackroute.server.routing.options import RouterOptions
@@ -60,71 +57,6 @@ def _h(*parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big")
 
 
-class FakeEngine:
-    """Greedy-like: the choice is a pure function of (prompt, options). `prefer` maps a node's
-    menu (by its options) to the option to choose; otherwise a hash picks. `tight` options get
-    a margin below any sensible threshold in `verify_path` only (a near tie that one long pass
-    might round differently)."""
-
-    def __init__(self, prefer: dict[str, str] | None = None,
-                 tight: set[str] | None = None) -> None:
-        self.prefer = prefer or {}
-        self.tight = tight or set()
-        self.choose_calls = 0
-        self.verify_calls = 0
-
-    def _pick(self, prompt: PromptInput, options: Sequence[str]) -> str:
-        assert isinstance(prompt, Prompt)
-        last = prompt.messages[-1].content
-        if "DONE" in options and ("returned" in last or "finished" in last):
-            return "DONE"
-        for option in options:
-            if option in self.prefer:
-                return self.prefer[option]
-        return options[_h(prompt.messages, tuple(options)) % len(options)]
-
-    def _result(self, prompt: PromptInput, options: Sequence[str], margin: float,
-                usage: Usage) -> MenuResult:
-        choice = self._pick(prompt, options)
-        rest = (1.0 - 0.6) / max(len(options) - 1, 1)
-        return MenuResult(choice=choice,
-                          probabilities={o: 0.6 if o == choice else rest for o in options},
-                          margin=margin, usage=usage)
-
-    def choose(self, prompt: PromptInput, options: Sequence[str], *,
-               option_bias: Any = None) -> MenuResult:
-        self.choose_calls += 1
-        return self._result(prompt, options, 1.0, Usage(model_calls=1, forward_passes=1))
-
-    def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
-        self.verify_calls += 1
-        return self._levels(levels)
-
-    def _levels(self, levels: Sequence[PathLevel | Any]) -> list[MenuResult]:
-        """Each level's choice as `choose` would make it; the pass's cost on the first."""
-        out = []
-        for k, level in enumerate(levels):
-            choice = self._pick(level.prompt, level.options)
-            margin = 1e-6 if choice in self.tight else 1.0
-            usage = Usage(model_calls=1, forward_passes=1) if k == 0 else Usage()
-            out.append(self._result(level.prompt, level.options, margin, usage))
-        return out
-
-    def generate(self, prompt: PromptInput, **_: Any) -> Generation:
-        return Generation(text="{}", finish_reason="stop", usage=Usage(model_calls=1))
-
-
-class WordEmbedder:
-    """Bag-of-words vectors: enough for the route cache's nearest-request lookup."""
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
-        vocab = ["deep", "thing", "pay", "bill", "the", "do"]
-        return np.array([[t.lower().split().count(w) for w in vocab] for t in texts],
-                        dtype=np.float32)
-
-
 class FixedDrafter(Drafter):
     """Drafts `path` (a leaf's node path) from any node above it."""
 
@@ -144,7 +76,7 @@ class FixedDrafter(Drafter):
         self.recorded.append(leaf.path_str)
 
 
-def run(tree: CapabilityTree, engine: FakeEngine, drafter: Drafter | None, *,
+def run(tree: CapabilityTree, engine: HashEngine, drafter: Drafter | None, *,
         limits: Limits | None = None, task: str = "do the thing",
         max_failed_drafts: int = 1) -> RunState:
     options = RouterOptions(recovery=None, speculation=DraftSource.OFF if drafter is None
@@ -174,9 +106,9 @@ def speculation_marks(state: RunState) -> list[dict[str, Any]]:
     return [dict(e.detail["speculation"]) for e in state.trace if "speculation" in e.detail]
 
 
-def deep_engine(**kw: Any) -> FakeEngine:
+def deep_engine(**kw: Any) -> HashEngine:
     """An engine that walks root → b → b1 → b1x → deep, then answers DONE back up."""
-    return FakeEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"}, **kw)
+    return HashEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"}, **kw)
 
 
 def test_a_right_draft_is_accepted_whole_in_one_verification() -> None:
@@ -234,7 +166,7 @@ def test_a_draft_the_engine_cannot_verify_falls_back_without_failing_the_run(
     prompt that is not append-only must not fail the run."""
     tree = build_tree(DEEP_CATALOG)
 
-    class Refusing(FakeEngine):
+    class Refusing(HashEngine):
         def verify_path(self, levels: Sequence[PathLevel]) -> list[MenuResult]:
             self.verify_calls += 1
             raise error
@@ -284,8 +216,8 @@ def test_random_drafts_never_change_a_decision(seed: int) -> None:
     leaves = [leaf.path_str for leaf in tree.leaves()]
     paths = [leaves[(_h(seed, i) % len(leaves))] for i in range(3)]
     engine_prefs = {"a": ["a", "b"][seed % 2]}
-    reference = run(tree, FakeEngine(prefer=engine_prefs), None, task=f"t{seed}")
-    state = run(tree, FakeEngine(prefer=engine_prefs), FixedDrafter(paths), task=f"t{seed}")
+    reference = run(tree, HashEngine(prefer=engine_prefs), None, task=f"t{seed}")
+    state = run(tree, HashEngine(prefer=engine_prefs), FixedDrafter(paths), task=f"t{seed}")
     assert decisions(state) == decisions(reference)
 
 
@@ -319,7 +251,7 @@ def test_the_options_describe_themselves() -> None:
 def test_an_engine_without_path_verification_routes_step_by_step() -> None:
     tree = build_tree(DEEP_CATALOG)
 
-    class StepOnly(FakeEngine):
+    class StepOnly(HashEngine):
         verify_path = None  # type: ignore[assignment]
 
     engine = StepOnly(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
@@ -446,7 +378,7 @@ def test_sessions_share_the_catalogs_route_cache(tmp_path: Any) -> None:
     from stackroute.server.service.sessions import SessionService
     from stackroute.server.service.store import SessionStore
 
-    class ServedFake(FakeEngine):
+    class ServedFake(HashEngine):
         info = EngineInfo(engine="fake", model="fake", max_context_tokens=1 << 20)
 
         def prepare(self, tree: CapabilityTree) -> PrepareStats:
@@ -497,7 +429,7 @@ def test_the_pool_keeps_one_router_per_catalog_tree() -> None:
     pool.router(other)  # a third tree: the least recently used (first) is dropped
     assert pool.router(first) is not router
 
-    class StepOnly(FakeEngine):
+    class StepOnly(HashEngine):
         verify_path = None  # type: ignore[assignment]
 
     assert RouterPool(StepOnly(), routes).router(first).speculator is None  # type: ignore[arg-type]
@@ -510,7 +442,7 @@ def test_the_pool_loads_no_embedder_it_would_not_use() -> None:
     embedding model: loading one (seconds) on a session's first step delayed its 201."""
     from stackroute.server.routing.pool import RouterPool
 
-    class StepOnly(FakeEngine):
+    class StepOnly(HashEngine):
         verify_path = None  # type: ignore[assignment]
 
     def no_embedder() -> Any:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from doubles import HashEngine
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.governance import Limits
 from stackroute.runtime.machine import StackMachine
@@ -27,10 +28,10 @@ from stackroute.server.engines.verification import MenuLevel
 from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import EngineRouter, build_machine
-from test_speculation import DEEP_CATALOG, FakeEngine, decisions
+from test_speculation import DEEP_CATALOG, decisions
 
 
-class LevelEngine(FakeEngine):
+class LevelEngine(HashEngine):
     """The fake engine with `verify_levels`; `tight` options get a near-tie margin there."""
 
     def __init__(self, prefer: dict[str, str] | None = None, tight: set[str] | None = None,
@@ -48,7 +49,7 @@ def deep_level_engine(**kw: Any) -> LevelEngine:
     return LevelEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"}, **kw)
 
 
-def run(tree: CapabilityTree, engine: FakeEngine, *, unwinding: bool = True,
+def run(tree: CapabilityTree, engine: HashEngine, *, unwinding: bool = True,
         options: RouterOptions | None = None) -> RunState:
     options = options or RouterOptions(recovery=None, speculation=DraftSource.OFF,
                                        unwinding=unwinding)
@@ -143,7 +144,7 @@ def test_a_run_unwinds_step_by_step_after_a_pass_that_saved_nothing() -> None:
 def test_no_unwinding_without_the_capability_the_option_or_the_plain_policy() -> None:
     tree = build_tree(DEEP_CATALOG)
     reference = run(tree, deep_level_engine(), unwinding=False)
-    step_only = FakeEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
+    step_only = HashEngine(prefer={"a": "b", "b1": "b1", "b1x": "b1x", "deep": "deep"})
     assert plain_decisions(run(tree, step_only)) == plain_decisions(reference)
     on = RouterOptions(recovery=None, speculation=DraftSource.OFF, unwinding=True)
     assert EngineRouter(step_only, on).unwinder is None  # type: ignore[arg-type]

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from doubles import PlanEngine
 from live_server import serve
 from routing_app_kit import make_app, make_settings
-from session_kit import BANK_CATALOG, PlanEngine
+from session_kit import BANK_CATALOG
 from stackroute.runtime.prompt import Prompt
 from stackroute.server.engines.base import MenuResult
 

@@ -14,7 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from session_kit import BANK_CATALOG, PlanEngine, logging_handlers
+from doubles import PlanEngine
+from session_kit import BANK_CATALOG, logging_handlers
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind, TraceEvent
 from stackroute.server.service.catalog_registry import CatalogRegistry

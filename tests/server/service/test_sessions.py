@@ -16,13 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_kit import (
-    BANK_CATALOG,
-    PlanEngine,
-    executions,
-    logging_handlers,
-    wait_for_status,
-)
+from doubles import PlanEngine
+from session_kit import BANK_CATALOG, executions, logging_handlers, wait_for_status
 from stackroute.runtime.errors import InputError, StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import LocalExecutor

@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from session_kit import BANK_CATALOG, PlanEngine, logging_handlers, wait_for_status
+from doubles import PlanEngine
+from session_kit import BANK_CATALOG, logging_handlers, wait_for_status
 from stackroute.runtime.governance import Limits, RunStatus
 from stackroute.runtime.trace import TraceEvent
 from stackroute.runtime.usage import Usage

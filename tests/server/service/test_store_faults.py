@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_kit import BANK_CATALOG, PlanEngine, wait_for_status
+from doubles import PlanEngine
+from session_kit import BANK_CATALOG, wait_for_status
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import HandlerTable
 from stackroute.server.service.catalog_registry import CatalogRegistry

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from recovery_kit import FakeEngine, WordEmbedder, evidence_source, house_tree
+from doubles import LogitEngine, WordEmbedder
+from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import PromptLayout, PromptStyle
 from stackroute.runtime.router import ScriptedRouter
@@ -155,7 +156,7 @@ def test_missing_stop_and_finish_data_keep_the_base_options() -> None:
 
 # -- collection and the whole calibration, with a scripted engine -------------------------------
 def test_collect_asks_every_gold_path_menu_once_and_the_neutral_once_per_menu() -> None:
-    engine = FakeEngine({"transfers": 1.0, "abroad": 1.0, "wire_abroad": 1.0})
+    engine = LogitEngine({"transfers": 1.0, "abroad": 1.0, "wire_abroad": 1.0})
     dev = Dataset("house", TREE, [query("1", "wire money abroad", "transfers/abroad/wire_abroad"),
                                   query("2", "wire more money abroad",
                                         "transfers/abroad/wire_abroad"),
@@ -173,7 +174,7 @@ def test_collect_asks_every_gold_path_menu_once_and_the_neutral_once_per_menu() 
 
 def test_calibrate_writes_options_that_routers_read(tmp_path: Path) -> None:
     # The model answers DONE everywhere; the word evidence knows better, so a prior wins.
-    engine = FakeEngine({"DONE": 2.0})
+    engine = LogitEngine({"DONE": 2.0})
     dev = Dataset("house", TREE, [query("1", "pay the water bill", "billing/pay_water"),
                                   query("2", "split the rent with a housemate",
                                         "transfers/split_rent"),

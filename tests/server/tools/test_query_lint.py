@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from doubles import RequestScriptEngine
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.engines.base import ContextOverflowError
 from stackroute.server.tools.query_lint import query_confusion
-from taxonomy_kit import ScriptedEngine, leaf, router
+from taxonomy_kit import leaf, router
 
 TREE = build_tree(router(
     "root", "",
@@ -60,7 +61,7 @@ QUERIES = [
 
 
 def test_confusion_report() -> None:
-    report = query_confusion(TREE, ScriptedEngine(script), QUERIES)
+    report = query_confusion(TREE, RequestScriptEngine(script), QUERIES)
     assert report.skipped == ["q7"]
     assert [(r.id, r.chosen_path, r.first_wrong_level, r.is_correct) for r in report.routes] == [
         ("q1", "finance/banking/pay", None, True),
@@ -99,7 +100,7 @@ def test_confusion_report() -> None:
 
 
 def test_render_text_and_limit() -> None:
-    report = query_confusion(TREE, ScriptedEngine(script), QUERIES, limit=3)
+    report = query_confusion(TREE, RequestScriptEngine(script), QUERIES, limit=3)
     assert [r.id for r in report.routes] == ["q1", "q2", "q3"]
     text = report.render_text()
     assert text.splitlines()[0].startswith("3 queries routed (0 skipped")

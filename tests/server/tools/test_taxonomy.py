@@ -23,7 +23,7 @@ from stackroute.server.tools.taxonomy import (
     overlap_findings,
 )
 from stackroute.server.tools.tree_checks import compare_names
-from taxonomy_kit import FakeEmbedder, leaf, router
+from taxonomy_kit import leaf, router, topic_embedder
 
 K = FindingKind
 
@@ -98,7 +98,7 @@ def kinds_and_paths(findings: list[Any], kind: FindingKind) -> list[tuple[str, .
 ])
 def test_finding_kinds(doc: dict[str, Any], thresholds: OverlapThresholds,
                        expected: dict[FindingKind, list[tuple[str, ...]]]) -> None:
-    findings = overlap_findings(build_tree(doc), FakeEmbedder(), thresholds=thresholds)
+    findings = overlap_findings(build_tree(doc), topic_embedder(), thresholds=thresholds)
     found = {k: kinds_and_paths(findings, k) for k in FindingKind}
     assert {k: v for k, v in found.items() if v} == expected
     for f in findings:
@@ -107,7 +107,7 @@ def test_finding_kinds(doc: dict[str, Any], thresholds: OverlapThresholds,
 
 
 def test_finding_details() -> None:
-    findings = overlap_findings(build_tree(OVERLAP), FakeEmbedder())
+    findings = overlap_findings(build_tree(OVERLAP), topic_embedder())
     content, text = (f for f in findings if f.kind is K.SIMILAR_SIBLINGS)
     assert (content.severity, text.severity) == ("warning", "info")
     assert content.suggestion.startswith("merge 'climate' (2 tools) into 'weather' (2 tools)")
@@ -141,7 +141,7 @@ def test_lint_with_overlaps_merges_runtime_warnings(tmp_path: Path) -> None:
     doc = router("root", "", router("a", "A", leaf("x", "x does x")), *OVERLAP["children"])
     path = tmp_path / "c.catalog.json"
     path.write_text(json.dumps(doc))
-    out = lint_with_overlaps(path, embedder=FakeEmbedder())
+    out = lint_with_overlaps(path, embedder=topic_embedder())
     assert out["overlaps"]["checked"] and out["overlaps"]["by_kind"]["single_child"]["total"] == 1
     # The runtime's own single-child warning is covered by the finding, not repeated.
     assert [w["paths"] for w in out["warnings"] if w["path"] == "a"] == [["a"]]
@@ -154,7 +154,7 @@ def test_lint_with_overlaps_merges_runtime_warnings(tmp_path: Path) -> None:
 
     bad = tmp_path / "bad.catalog.json"
     bad.write_text(json.dumps({"name": "r", "children": []}))
-    assert lint_with_overlaps(bad, embedder=FakeEmbedder())["overlaps"] == {
+    assert lint_with_overlaps(bad, embedder=topic_embedder())["overlaps"] == {
         "checked": False, "reason": "the catalog has errors"}
 
 
@@ -171,7 +171,7 @@ def test_lint_without_embeddings_imports_no_torch(tmp_path: Path) -> None:
 
 
 def test_embedding_cache(tmp_path: Path) -> None:
-    inner = FakeEmbedder()
+    inner = topic_embedder()
     cached = CachedEmbedder(inner, cache_dir=tmp_path, key="fake")
     first = cached.embed(["b c", "a", "b c"])
     assert (inner.num_calls, inner.num_texts, cached.num_misses) == (1, 2, 2)
@@ -179,7 +179,7 @@ def test_embedding_cache(tmp_path: Path) -> None:
                            key="fake", dim=inner.dim, cache_dir=tmp_path)
     assert (again.embed(["a", "b c"]) == first[[1, 0]]).all()
     assert (again.num_hits, again.num_misses) == (2, 0)
-    other = CachedEmbedder(FakeEmbedder(), cache_dir=tmp_path, key="another model")
+    other = CachedEmbedder(topic_embedder(), cache_dir=tmp_path, key="another model")
     other.embed(["a"])
     assert other.num_misses == 1  # keyed by model too
 

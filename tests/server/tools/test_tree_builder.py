@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from doubles import RequestScriptEngine
 from stackroute.runtime.catalog import RESERVED_NAMES, build_tree, load_catalog
 from stackroute.runtime.errors import CatalogError, InputError
 from stackroute.runtime.tree import Node
@@ -28,7 +29,7 @@ from stackroute.server.tools.router_naming import (
     name_from_words,
 )
 from stackroute.server.tools.tree_builder import build_tree_file, build_tree_from_flat
-from taxonomy_kit import TOPICS, FakeEmbedder, ScriptedEngine, leaf, router
+from taxonomy_kit import TOPICS, leaf, router, topic_embedder
 
 
 def synthetic_flat(per_topic: int = 20, num_topics: int = 8) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def test_assign_table() -> None:
 
 @pytest.mark.parametrize("num_leaves", [5, 12, 13, 40, 160])
 def test_partition_shape(num_leaves: int) -> None:
-    x = FakeEmbedder().embed([f"item {i} word{i % 7}" for i in range(num_leaves)])
+    x = topic_embedder().embed([f"item {i} word{i % 7}" for i in range(num_leaves)])
     root = partition(x, PartitionOptions())
     assert sorted(root.items) == list(range(num_leaves))
     if num_leaves <= 12:
@@ -101,7 +102,7 @@ def shape(node: dict[str, Any]) -> Any:
 
 def test_build_tree_from_flat_synthetic() -> None:
     doc = synthetic_flat(per_topic=40, num_topics=6)
-    out = build_tree_from_flat(doc, embedder=FakeEmbedder())
+    out = build_tree_from_flat(doc, embedder=topic_embedder())
     tree = build_tree(out)  # valid catalog
     leaves = list(tree.leaves())
     assert sorted(n.name for n in leaves) == sorted(c["name"] for c in doc["children"])
@@ -126,17 +127,17 @@ def test_build_tree_from_flat_synthetic() -> None:
 
 def test_build_tree_is_deterministic() -> None:
     doc = synthetic_flat(per_topic=15)
-    first = build_tree_from_flat(doc, embedder=FakeEmbedder(), seed=3)
-    assert build_tree_from_flat(doc, embedder=FakeEmbedder(), seed=3) == first
+    first = build_tree_from_flat(doc, embedder=topic_embedder(), seed=3)
+    assert build_tree_from_flat(doc, embedder=topic_embedder(), seed=3) == first
     # A CapabilityTree in gives the same tree (its leaves keep their extra keys as metadata).
-    assert shape(build_tree_from_flat(build_tree(doc), embedder=FakeEmbedder(), seed=3)) == \
+    assert shape(build_tree_from_flat(build_tree(doc), embedder=topic_embedder(), seed=3)) == \
         shape(first)
-    assert shape(build_tree_from_flat(doc, embedder=FakeEmbedder(), seed=4)) != shape(first)
+    assert shape(build_tree_from_flat(doc, embedder=topic_embedder(), seed=4)) != shape(first)
 
 
 @pytest.mark.parametrize(("min_children", "max_children"), [(2, 4), (3, 8), (6, 12)])
 def test_build_tree_bounds(min_children: int, max_children: int) -> None:
-    out = build_tree_from_flat(synthetic_flat(per_topic=10), embedder=FakeEmbedder(),
+    out = build_tree_from_flat(synthetic_flat(per_topic=10), embedder=topic_embedder(),
                                min_children=min_children, max_children=max_children)
     for r in routers(build_tree(out).root):
         assert min_children <= len(r.children) <= max_children
@@ -144,7 +145,7 @@ def test_build_tree_bounds(min_children: int, max_children: int) -> None:
 
 def test_build_tree_rejects_bad_bounds() -> None:
     with pytest.raises(InputError, match="min_children"):
-        build_tree_from_flat(synthetic_flat(2), embedder=FakeEmbedder(), min_children=9,
+        build_tree_from_flat(synthetic_flat(2), embedder=topic_embedder(), min_children=9,
                              max_children=4)
 
 
@@ -152,7 +153,7 @@ def test_repeated_leaf_names_from_a_tree_are_renamed() -> None:
     doc = router("r", "", router("a", "A", leaf("search", "search a things"),
                                  leaf("list", "list a things")),
                  router("b", "B", leaf("search", "search b things"), leaf("x", "x")))
-    out = build_tree_from_flat(doc, embedder=FakeEmbedder())
+    out = build_tree_from_flat(doc, embedder=topic_embedder())
     names = sorted(c["name"] for c in out["children"])
     assert names == ["list", "search", "search_2", "x"]
     assert next(c for c in out["children"] if c["name"] == "search_2")["built_from_name"] == \
@@ -161,8 +162,8 @@ def test_repeated_leaf_names_from_a_tree_are_renamed() -> None:
 
 def test_model_names_routers_and_falls_back() -> None:
     doc = synthetic_flat(per_topic=2)  # 16 leaves: two routers
-    engine = ScriptedEngine(texts=["weather_and_rain", "weather_and_rain"])
-    out = build_tree_from_flat(doc, embedder=FakeEmbedder(), engine=engine, min_children=2)
+    engine = RequestScriptEngine(texts=["weather_and_rain", "weather_and_rain"])
+    out = build_tree_from_flat(doc, embedder=topic_embedder(), engine=engine, min_children=2)
     names = [c["name"] for c in out["children"]]
     assert names[0] == "weather_and_rain" and names[1] != "weather_and_rain"  # taken: fallback
     assert [c.pattern for _, c in engine.generate_calls if c is not None] == [
@@ -195,7 +196,7 @@ def test_build_tree_file(tmp_path: Path, suffix: str) -> None:
     doc = synthetic_flat(per_topic=3)
     source = tmp_path / f"flat{suffix}"
     source.write_text(json.dumps(doc))  # JSON is YAML too
-    out = build_tree_file(source, tmp_path / "out" / "built.json", embedder=FakeEmbedder())
+    out = build_tree_file(source, tmp_path / "out" / "built.json", embedder=topic_embedder())
     assert out["out"] == str(tmp_path / "out" / "built.json") and out["num_leaves"] == 24
     assert load_catalog(out["out"]).stats().num_leaves == 24
 
@@ -204,7 +205,7 @@ def test_build_tree_file_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(CatalogError, match="cannot read catalog"):
-        build_tree_file(bad, tmp_path / "o.json", embedder=FakeEmbedder())
+        build_tree_file(bad, tmp_path / "o.json", embedder=topic_embedder())
     bad.write_text(json.dumps({"name": "r", "children": [{"name": "bad name"}]}))
     with pytest.raises(CatalogError, match="bad name"):
-        build_tree_file(bad, tmp_path / "o.json", embedder=FakeEmbedder())
+        build_tree_file(bad, tmp_path / "o.json", embedder=topic_embedder())
