@@ -5,8 +5,9 @@ selection), two modes side by side on the same queries and the same loaded engin
 - `gold-leaf`: the run starts at the gold leaf's parent with the product's layout, the leaf
   is taken as chosen and its arguments are made (routing is not measured). Methods:
   `candidates` (routing/arguments: one constrained choice per value over the request's
-  candidates, the product's) and `generate` (the whole object under the leaf's JSON schema,
-  the router's behaviour before issue 25; slow: its grammar compiles per leaf schema).
+  candidates, the product's), `generate` (the whole object under the leaf's JSON schema,
+  the router's behaviour before issue 25; slow: its grammar compiles per leaf schema) and
+  `priors` (the top candidate by prior, no model call: what the model's choice adds).
 - `routing` (`--routing`): the product router from the root (`stackroute eval`'s options for
   the model: guided with its calibration where one ships, `--calibration none` for plain),
   then its arguments: routing success AND exact-call success.
@@ -31,13 +32,20 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
+from stackroute.runtime.usage import Usage
+from stackroute.server.engines.base import (
+    Constraint,
+    Engine,
+    Generation,
+    MenuResult,
+    SamplingOptions,
+)
 from stackroute.server.engines.registry import create_engine
 from stackroute.server.routing.arguments import ArgumentFiller
 from stackroute.server.routing.leaf_arguments import json_object
@@ -73,7 +81,32 @@ def _candidates(engine: Engine, request: RoutingRequest, leaf: Node,
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 
-METHODS: dict[str, Method] = {"candidates": _candidates, "generate": _generate}
+class _PriorsAlone:
+    """An engine stand-in for the `priors` method: every value choice is the candidate with
+    the highest prior (no model call); the free-text fallback writes nothing."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.info = engine.info
+
+    def choose(self, prompt: Any, options: Sequence[str], *,
+               option_bias: dict[str, float] | None = None) -> MenuResult:
+        bias = option_bias or {}
+        best = max(options, key=lambda o: bias.get(o, 0.0))
+        return MenuResult(choice=best, probabilities={o: float(o == best) for o in options},
+                          margin=0.0, usage=Usage())
+
+    def generate(self, prompt: Any, **_: Any) -> Generation:
+        return Generation(text="{}", finish_reason="stop", usage=Usage())
+
+
+def _priors(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict[str, Any], int]:
+    """The candidates' priors alone (what the model's choice starts from), no model call."""
+    filled = ArgumentFiller(cast(Engine, _PriorsAlone(engine))).fill(request, leaf)
+    return json_object(filled.text) or {}, 0
+
+
+METHODS: dict[str, Method] = {"candidates": _candidates, "generate": _generate,
+                              "priors": _priors}
 
 
 def single_tool_queries(path: Path, *, offset: int, limit: int) -> list[dict[str, Any]]:
@@ -150,7 +183,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--methods", default="candidates",
-                        help="gold-leaf methods, comma-separated: candidates, generate")
+                        help="gold-leaf methods, comma-separated: candidates (the product's), "
+                             "generate (the whole object, before issue 25), priors (the "
+                             "candidates' priors alone, no model call)")
     parser.add_argument("--routing", action="store_true",
                         help="also route from the root with the product router (end to end)")
     parser.add_argument("--no-gold-leaf", action="store_true", help="only the routing mode")
