@@ -160,7 +160,7 @@ class StackMachine:
             task=state.task, node=self.tree.node(frame.node_path),
             menu=self.menu_for(state, frame), prompt=self.layout.routing_prompt(state),
             layout=self.layout, calls=tuple(c["path"] for c in state.calls),
-            after_done=lambda: self._after_done(state, steps))
+            after_done=lambda: self._after_done(state, steps), shortlister=self.shortlister)
 
     def _after_done(self, state: RunState, steps: int) -> RoutingRequest | None:
         """The request `step` makes next if the current one is answered DONE, computed on a

@@ -32,6 +32,9 @@ class RoutingRequest:
     # not compared (`speculation.matches` judges) and never serialised.
     after_done: Callable[[], RoutingRequest | None] | None = field(
         default=None, compare=False, repr=False)
+    # The machine's shortlister, so a predicted descent (`speculation.descend`) opens a child
+    # frame shortlisted exactly where the machine will (None: every frame in full).
+    shortlister: Shortlister | None = field(default=None, compare=False, repr=False)
 
     def child(self, name: str) -> Node:
         child = self.node.child(name)

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from stackroute.runtime.errors import StateError
-from stackroute.runtime.menu import CompletionState, Menu
+from stackroute.runtime.menu import frame_menu
 from stackroute.runtime.prompt import answer
 from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.tree import Node
 
 
 def descend(request: RoutingRequest, choice: str) -> RoutingRequest:
@@ -30,11 +31,25 @@ def descend(request: RoutingRequest, choice: str) -> RoutingRequest:
     child = request.child(choice)
     if child.is_leaf:
         raise StateError(f"{child.path_str!r} is a leaf; only a router opens a frame")
-    menu = Menu(node_path=child.path_str, children=child.child_names,
-                states=(CompletionState.BACK,))
-    prompt = request.prompt.extend(answer(choice), request.layout.menu_turn(child))
+    return replace(opened_child(request, child), after_done=None)
+
+
+def opened_child(request: RoutingRequest, child: Node) -> RoutingRequest:
+    """The fresh frame at router `child` as the machine pushes it from `request`'s menu:
+    the answer, then its opening turn (shortlisted where `request.shortlister` says, as
+    `StackMachine._push` asks it), a fresh menu with BACK."""
+    menu = frame_menu(path=child.path_str, child_names=child.child_names, depth=child.depth,
+                      tried=(), has_output=False, shortlist=None)
+    shortlist = None if request.shortlister is None else \
+        request.shortlister.shortlist(request.task, request.calls, child, menu)
+    if shortlist is not None:
+        menu = frame_menu(path=child.path_str, child_names=child.child_names,
+                          depth=child.depth, tried=(), has_output=False,
+                          shortlist=shortlist.children)
+    prompt = request.prompt.extend(answer(child.name),
+                                   request.layout.opening_turn(child, menu, shortlist))
     return replace(request, step=request.step + 1, depth=request.depth + 1, node=child,
-                   menu=menu, prompt=prompt, after_done=None)  # a fresh frame offers BACK
+                   menu=menu, prompt=prompt)
 
 
 def drafted_requests(request: RoutingRequest, draft: Sequence[str]) -> list[RoutingRequest]:

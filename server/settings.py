@@ -110,12 +110,15 @@ class ServerSettings(BaseSettings):
         PromptOrder.MENU_FIRST, description="where a routing prompt puts the root's "
         "menu: menu-first (before the request, so every request on a catalog shares its KV; "
         "runtime/prompt.py) | request-first (after it, the layout before issue 29)")
+    # Seal-Tools dev: at margin 0.08 the evidence's shortlist held the gold option at 188 of
+    # 188 shortlisted field menus (200 requests); with the model, the same calls as the full
+    # menus at 0.42x the prefill (bench/results/2026-12-04-cpu-shared-prompt).
     shortlist: bool = Field(
-        False, description="guided policy: an inner menu opens with its best options and "
+        True, description="guided policy: an inner menu opens with its best options and "
         "OTHER (which opens the full menu) where the leaf evidence separates them from the "
         "rest by shortlist_margin (server/routing/shortlist.py); off: every menu in full")
     shortlist_margin: float = Field(
-        0.05, ge=0, description="evidence gap (cosine units) between a shortlist's last "
+        0.08, ge=0, description="evidence gap (cosine units) between a shortlist's last "
         "option and the first option it hides")
     shortlist_max_options: int = Field(
         3, ge=1, description="options a shortlisted menu shows at most (besides OTHER)")

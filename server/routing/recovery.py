@@ -26,14 +26,14 @@ the rest of the way step by step.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 from stackroute.runtime.errors import InputError
-from stackroute.runtime.menu import CompletionState, Menu
-from stackroute.runtime.prompt import answer
+from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.speculation import opened_child
 from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
@@ -328,10 +328,7 @@ class RecoveryPolicy:
 
 def child_request(request: RoutingRequest, child: Node) -> RoutingRequest:
     """The request the runtime would make on entering `child` from `request`'s fresh menu:
-    the parent's prompt plus the answer and the child's menu turn, a fresh menu with BACK."""
-    return replace(
-        request, step=request.step + 1, depth=request.depth + 1, node=child,
-        menu=Menu(node_path=child.path_str, children=child.child_names,
-                  states=(CompletionState.BACK,)),
-        prompt=request.prompt.extend(answer(child.name), request.layout.menu_turn(child)))
+    the parent's prompt plus the answer and the child's opening turn (shortlisted where the
+    machine's shortlister says), a fresh menu with BACK."""
+    return opened_child(request, child)
 

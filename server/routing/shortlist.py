@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 class ShortlistOptions:
     """When a menu is shortlisted, and how far (settings.py holds the product's values)."""
 
-    margin: float = 0.05  # evidence gap between the last shown and the first hidden option
+    margin: float = 0.08  # evidence gap between the last shown and the first hidden option
     max_options: int = 3  # options shown at most (besides OTHER and the completion states)
     min_hidden: int = 2  # hide at least this many options, or show the full menu
     min_depth: int = 1  # 0 also shortlists the root (menu-first, it is cached: no saving)

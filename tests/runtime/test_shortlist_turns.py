@@ -134,3 +134,19 @@ def test_frame_menu_offers_other_first_among_the_states(depth: int, has_output: 
 def test_an_empty_shortlist_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one option"):
         Shortlist(children=(), margin=0.1)
+
+
+def test_a_predicted_descent_opens_the_child_shortlisted_as_the_machine_does() -> None:
+    from stackroute.runtime.speculation import descend, matches
+
+    machine = make_machine(["payments"])
+    machine.shortlister = ScriptedShortlister({"payments": ("balance",)})
+    state = machine.start("show my balance", run_id="r")
+    predicted = descend(machine.request_for(state), "payments")
+    machine.step(state)
+    actual = machine.request_for(state)
+    assert predicted.menu.options == ("balance", "OTHER", "BACK")
+    assert matches(predicted, actual)
+    machine.shortlister = None  # without a shortlister: the full menu, as before
+    assert descend(machine.request_for(machine.start("x")), "payments").menu.options == (
+        "send_money", "balance", "BACK")
