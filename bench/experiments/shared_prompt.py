@@ -286,9 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "into summary-from-items.json beside it")
     args = parser.parse_args(argv)
     if args.from_items is not None:
-        rows = [json.loads(line) for line in
-                args.from_items.read_text(encoding="utf-8").splitlines() if line.strip()]
-        text = json.dumps(summarize(rows), indent=2) + "\n"
+        stored = [json.loads(line) for line in
+                  args.from_items.read_text(encoding="utf-8").splitlines() if line.strip()]
+        text = json.dumps(summarize(stored), indent=2) + "\n"
         (args.from_items.parent / "summary-from-items.json").write_text(text, encoding="utf-8")
         print(text, end="")
         return 0

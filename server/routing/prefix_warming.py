@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -106,7 +106,9 @@ def warm_catalog(pool: RouterPool, tree: CapabilityTree, *,
     contrast = contrast_of(pool.router(tree))  # the router the machine routes with
     requests = [root]
     if scope is WarmScope.ALL and contrast is not None:
-        requests += list(_router_requests(root))
+        # every router's full menu (a shortlisted frame needs no contrast; after OTHER, the
+        # full menu's is the one asked for)
+        requests += list(_router_requests(replace(root, shortlister=None)))
     usage = Usage()
     for request in requests:
         if contrast is not None:
