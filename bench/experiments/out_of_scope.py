@@ -96,6 +96,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--refit", type=Path, nargs="+", default=None,
                    help="--fit, or --probe's report, from a saved queries.jsonl instead of "
                         "running it")
+    p.add_argument("--probe-only", action="store_true",
+                   help="test: the probe alone (each request's first leaf and the check's "
+                        "features, no arguments); both rows replayed from it with the "
+                        "calibration's check (cheap where a full run is minutes)")
     p.add_argument("--probe", action="store_true",
                    help="test: run the router and the probe (no check needed yet); the "
                         "router+abstain row is the calibration's check replayed on the "
@@ -103,8 +107,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.fit and args.split != "dev":
         p.error("--fit fits on dev only (--split dev)")
-    if args.refit is not None and not (args.fit or args.probe):
-        p.error("--refit goes with --fit or --probe")
+    if args.refit is not None and not (args.fit or args.probe or args.probe_only):
+        p.error("--refit goes with --fit, --probe or --probe-only")
     if args.smoke:
         args.no_seal, args.num_household, args.num_chatter = True, 2, 2
         args.num_services = 0
@@ -332,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = {PROBE: replace(base, abstention=probe)}
     elif args.probe:
         rows = {ROWS[0]: base, PROBE: replace(base, abstention=probe)}
+    elif args.probe_only:
+        rows = {PROBE: replace(base, abstention=probe)}
     else:
         fitted = router_options(model, abstain=True, calibration=args.calibration).abstention
         if fitted is None:
@@ -383,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         check = read_abstention(target)
         if check is None or check.options != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
+    if args.probe_only and not args.fit:
+        check = router_options(model, abstain=True, calibration=args.calibration).abstention
+        if check is None:
+            raise SystemExit(f"the calibration for {model} has no abstention check yet")
+        result.update(check=check.to_dict(), replayed=replay(records, check))
     if args.probe and args.refit is not None:
         fitted = router_options(model, abstain=True, calibration=args.calibration).abstention
         if fitted is None:
