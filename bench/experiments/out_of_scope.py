@@ -27,14 +27,24 @@ import argparse
 import json
 import logging
 import math
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from stackroute.bench.environment import engine_environment, git_state
+from stackroute.bench.experiments.out_of_scope_report import (
+    PROBE,
+    ROWS,
+    replay,
+    replay_beside,
+    samples,
+    table,
+    tradeoff,
+)
 from stackroute.bench.workloads.datasets import SEAL_DIR
 from stackroute.bench.workloads.out_of_scope import (
     OUT_OF_SCOPE_TAG,
@@ -47,7 +57,6 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.abstention import (
-    AbstentionFeatures,
     AbstentionOptions,
     read_abstention,
     write_abstention,
@@ -55,12 +64,10 @@ from stackroute.server.routing.abstention import (
 from stackroute.server.routing.calibration import calibration_file, router_options
 from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.router import build_machine, default_embedder, evidence_for_tree
-from stackroute.server.tools.abstention_fit import Label, Sample, fit_abstention
+from stackroute.server.tools.abstention_fit import fit_abstention
 from stackroute.server.tools.evaluate import Query, run_query, score
 
 log = logging.getLogger(__name__)
-ROWS = ("router", "router+abstain")
-PROBE = "probe"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -141,14 +148,13 @@ class KnownTexts:
 
         self.base = base
         self.model_dir = getattr(base, "model_dir", None)
+        self.dim: int = base.dim
         index = evidence_for_tree(tree, base).index  # read back from the cache
         leaves, _ = _depth_first(tree.root)
         self.known = dict(zip((leaf_text(leaf) for leaf in leaves), index.vectors,
                               strict=True))
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         missing = list(dict.fromkeys(t for t in texts if t not in self.known))
         if missing:
             self.known.update(zip(missing, self.base.embed(missing), strict=True))
@@ -211,110 +217,6 @@ def _record(group: GroupSplit, row: str, query: Query, called: Sequence[str],
             "tags": list(query.tags), "gold": list(query.gold), "called": list(called),
             "success": tuple(called) == query.gold, "model_calls": usage.get("model_calls", 0),
             "wall_ms": round(wall_ms, 1), "verdict": verdict, "error": error}
-
-
-def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    oos = [r for r in records if OUT_OF_SCOPE_TAG in r["tags"]]
-    ins = [r for r in records if OUT_OF_SCOPE_TAG not in r["tags"]]
-    walls = sorted(r["wall_ms"] for r in records)
-    calls = [r["model_calls"] for r in records]
-    no_call = sum(not r["called"] for r in oos) / len(oos) if oos else None
-    return {"num_out_of_scope": len(oos), "num_in_scope": len(ins),
-            "out_of_scope_no_call": no_call,
-            "tool_hallucination": None if no_call is None else 1 - no_call,
-            "in_scope_success": sum(r["success"] for r in ins) / len(ins) if ins else None,
-            "model_calls_mean": statistics.fmean(calls) if calls else 0.0,
-            "model_calls_p50": statistics.median(calls) if calls else 0.0,
-            "wall_ms_p50": _quantile(walls, 0.5), "wall_ms_p95": _quantile(walls, 0.95),
-            "errors": sum(r["error"] is not None for r in records)}
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] \
-        if ordered else 0.0
-
-
-def table(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Rows summarised overall and per group."""
-    out: dict[str, Any] = {}
-    for row in dict.fromkeys(r["row"] for r in records):
-        mine = [r for r in records if r["row"] == row]
-        out[row] = {"all": summarize(mine), **{
-            g: summarize([r for r in mine if r["group"] == g])
-            for g in dict.fromkeys(r["group"] for r in mine)}}
-    return out
-
-
-def samples(records: Sequence[dict[str, Any]]) -> list[Sample]:
-    """The probe's first-leaf features, labelled (abstention_fit.Label)."""
-    out = []
-    for r in records:
-        if r["row"] != PROBE or r["verdict"] is None:
-            continue
-        features = AbstentionFeatures(**r["verdict"]["features"])
-        if OUT_OF_SCOPE_TAG in r["tags"]:
-            label = Label.ABSTAIN
-        elif r["gold"] and r["verdict"]["leaf"] == r["gold"][0]:
-            label = Label.CALL
-        else:
-            label = Label.EITHER
-        out.append(Sample(features, label))
-    return out
-
-
-def replay(records: Sequence[dict[str, Any]], options: AbstentionOptions) -> dict[str, Any]:
-    """The probe's dev rows without and with the fitted check (replayed on its features):
-    a probe run's first leaf is what the router would call."""
-    probe = [r for r in records if r["row"] == PROBE]
-    rows: list[dict[str, Any]] = []
-    for r in probe:
-        leaf = [r["verdict"]["leaf"]] if r["verdict"] else []
-        stops = bool(leaf) and options.abstains(AbstentionFeatures(**r["verdict"]["features"]))
-        for row, called in (("router (first leaf)", leaf),
-                            ("router+abstain (replayed)", [] if stops else leaf)):
-            rows.append({**r, "row": row, "called": called,
-                         "success": tuple(called) == tuple(r["gold"])})
-    return table(rows)
-
-
-def replay_beside(records: Sequence[dict[str, Any]],
-                  options: AbstentionOptions) -> dict[str, Any]:
-    """The router row as measured, and beside it the router with the check: where the check
-    stops the probe's first leaf, no call at the probe's cost; elsewhere the router's own run
-    (the check is consulted only there, so the run is the same) plus the check's calls."""
-    probes = {(r["group"], r["id"]): r for r in records if r["row"] == PROBE}
-    rows: list[dict[str, Any]] = []
-    for r in records:
-        if r["row"] != ROWS[0]:
-            continue
-        p = probes[(r["group"], r["id"])]
-        verdict = p["verdict"]
-        stops = verdict is not None and \
-            options.abstains(AbstentionFeatures(**verdict["features"]))
-        rows.append(r)
-        if stops:
-            rows.append({**p, "row": "router+abstain (replayed)", "called": [],
-                         "success": not r["gold"]})
-        else:
-            extra = verdict["model_calls"] if verdict else 0
-            rows.append({**r, "row": "router+abstain (replayed)",
-                         "model_calls": r["model_calls"] + extra})
-    rows += [r for r in records if r["row"] == "evidence alone"]
-    return table(rows)
-
-
-def tradeoff(fitted: Sequence[Sample], options: AbstentionOptions) -> list[dict[str, Any]]:
-    """Each dev threshold the fitted weights allow: the out-of-scope first leaves it stops
-    and the in-scope successes it stops (the choice `--max-call-loss` makes)."""
-    values = sorted({options.fit(s.features) for s in fitted})
-    stops = [s for s in fitted if s.label is Label.ABSTAIN]
-    calls = [s for s in fitted if s.label is Label.CALL]
-    out = []
-    for t in [*values, math.inf]:
-        out.append({"threshold": t if math.isfinite(t) else "inf",
-                    "out_of_scope_stopped": sum(options.fit(s.features) < t for s in stops),
-                    "successes_stopped": sum(options.fit(s.features) < t for s in calls)})
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -390,10 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         if check is None or check.options != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")
     if args.probe_only and not args.fit:
-        check = router_options(model, abstain=True, calibration=args.calibration).abstention
-        if check is None:
+        frozen = router_options(model, abstain=True, calibration=args.calibration).abstention
+        if frozen is None:
             raise SystemExit(f"the calibration for {model} has no abstention check yet")
-        result.update(check=check.to_dict(), replayed=replay(records, check))
+        result.update(check=frozen.to_dict(), replayed=replay(records, frozen))
     if args.probe and args.refit is not None:
         fitted = router_options(model, abstain=True, calibration=args.calibration).abstention
         if fitted is None:

@@ -235,9 +235,10 @@ def services_group(split: str, *, seed: int, num_in_scope: int) -> GroupSplit:
     generated = generate_suite("scale-up", num_leaves=SERVICES_SIZE, seed=suite_seed)
     rng = random.Random(f"out-of-scope-services-{split}-{seed}")
     allowed = set(_pool(OUT_OF_SCOPE_QUERIES, split))
-    queries = [{"id": f"sv-oos-{q['id']}", "query": q["query"], "gold": [], "args": [],
-                "tags": [OUT_OF_SCOPE_TAG, "overlap-suite"]}
-               for q in generated.queries if not q["gold"] and q["query"] in allowed]
+    queries: list[JsonObject] = [
+        {"id": f"sv-oos-{q['id']}", "query": q["query"], "gold": [], "args": [],
+         "tags": [OUT_OF_SCOPE_TAG, "overlap-suite"]}
+        for q in generated.queries if not q["gold"] and q["query"] in allowed]
     in_scope = [q for q in generated.queries if q["gold"]]
     rng.shuffle(in_scope)
     queries += [{"id": f"sv-in-{q['id']}", "query": q["query"], "gold": q["gold"],
