@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                         "minutes a query)")
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only these suites (names as in the table)")
-    parser.add_argument("--smoke", action="store_true", help="3 queries of overlap-16 only (1 through the flat row)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="3 queries of overlap-16 only (1 through the flat row)")
     parser.add_argument("--summarize", action="store_true",
                         help="print the table from --out's queries.jsonl (no model)")
     parser.add_argument("--evidence-only", action="store_true",
