@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from stackroute.runtime.menu import Shortlist
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt, answer
 from stackroute.runtime.router import RoutingRequest
@@ -57,6 +58,20 @@ def is_fresh(request: RoutingRequest) -> bool:
     node = request.node
     opening = request.layout.menu_turn(node, request=request.task if node.depth == 0 else None)
     return bool(request.prompt.messages) and request.prompt.messages[-1] == opening
+
+
+def is_opening(request: RoutingRequest) -> bool:
+    """Whether this is the frame's first routing call, its menu full (`is_fresh`) or
+    shortlisted (its prompt ends with the shortlist turn the frame opened with)."""
+    if is_fresh(request):
+        return True
+    menu, node = request.menu, request.node
+    if not menu.is_shortlisted or not menu.children or not request.prompt.messages:
+        return False
+    shown = Shortlist(children=menu.children, margin=0.0)
+    opening = request.layout.shortlist_turn(
+        node, shown, menu, request=request.task if node.depth == 0 else None)
+    return request.prompt.messages[-1] == opening
 
 
 def neutral_prompt(request: RoutingRequest) -> Prompt:

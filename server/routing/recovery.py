@@ -37,7 +37,7 @@ from stackroute.runtime.speculation import opened_child
 from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
-from stackroute.server.routing.contrast import is_fresh
+from stackroute.server.routing.contrast import is_fresh, is_opening
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
 from stackroute.server.routing.prior import PriorOptions
@@ -232,7 +232,7 @@ class RecoveryPolicy:
         options = self.options
         if (not options.is_backtracking_enabled or request.node.depth == 0
                 or CompletionState.BACK.value not in request.menu
-                or scored.choice == CompletionState.BACK or not is_fresh(request)):
+                or scored.choice == CompletionState.BACK or not is_opening(request)):
             return None
         best = scored.probabilities.get(scored.choice, 0.0)
         if best < options.min_confidence:
@@ -256,7 +256,7 @@ class RecoveryPolicy:
         evidence = scored.evidence
         if (scored.choice != CompletionState.BACK or not options.is_backtracking_enabled
                 or options.backtrack_gap is None or evidence is None
-                or not request.menu.children or not is_fresh(request)):
+                or not request.menu.children or not is_opening(request)):
             return None
         remaining = evidence.without(request.calls)
         inside = remaining.node_score(request.node.path_str)

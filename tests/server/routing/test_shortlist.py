@@ -163,3 +163,27 @@ def test_the_shortlister_leaves_the_root_and_small_menus_alone() -> None:
     again = shortlister.shortlist("split the rent with my housemate",
                                   ("transfers/split_rent",), transfers, menu)
     assert again is None or "split_rent" not in again.children
+
+
+def test_a_shortlisted_wrong_branch_is_left_by_the_backtrack_rule() -> None:
+    tree = house_tree()
+
+    def logits(prompt: Prompt, options: tuple[str, ...]) -> dict[str, float]:
+        if "transfers" in options and not prompt.messages[-1].content.startswith("transfers"):
+            return {"transfers": 60.0}  # the model opens the wrong branch first
+        return {"split_rent": 60.0}  # and, left alone, would call a wrong leaf there
+
+    engine = FakeEngine(logits)
+    recovery = RecoveryOptions(is_fallback_enabled=False, is_finish_enabled=False,
+                               backtrack_gap=0.0)
+    options = RouterOptions(recovery=recovery, speculation=DraftSource.OFF,
+                            shortlist=ShortlistOptions(margin=0.0, max_options=1))
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    state = run_query(machine, Query(id="t", query="pay the water bill", gold=(), args=None,
+                                     tags=()))
+    routes = [(e.path, e.decision, e.menu, e.detail) for e in state.trace
+              if e.kind.value == "route"]
+    assert routes[1][0] == "transfers" and "OTHER" in routes[1][2]  # shortlisted
+    # the evidence is better outside: the backtrack rule answers BACK, as in a full menu
+    assert routes[1][1] == "BACK" and "backtrack" in routes[1][3]
+    assert [c["path"] for c in state.calls] == ["billing/pay_water"]
