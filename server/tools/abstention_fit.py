@@ -8,9 +8,9 @@ check's features and what the right answer was:
 A logistic regression (standardised features, L2, every weight kept at or above zero: a
 more confident yes, a higher evidence score or a clearer evidence lead never argues for
 abstaining, which a few dev items could otherwise teach it) separates CALL from ABSTAIN;
-the threshold is then the highest one that abstains on at most `max_call_loss` of the in-scope requests'
-successes (0: none), placed halfway to the next ABSTAIN sample below it, so the margin is
-not spent on the dev items themselves.
+the threshold is then the highest one that abstains on at most `max_call_loss` of the
+in-scope requests' successes (0: none), placed halfway to the next ABSTAIN sample below it,
+so the margin is not spent on the dev items themselves.
 
 >>> from stackroute.server.routing.abstention import AbstentionFeatures as F
 >>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1), label)
