@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from stackroute.bench.experiments import speculation as speculation_bench
 
 
+@pytest.mark.model
 def test_smoke_run_is_identical_and_accepts_the_cached_route(
         tmp_path: Path, embedded_model_dir: Path, capsys: Any) -> None:
     argv = ["--smoke", "--out", str(tmp_path), "--model", str(embedded_model_dir)]

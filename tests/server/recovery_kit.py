@@ -1,6 +1,5 @@
 """Routing with recovery on a small household catalog: the catalog, its evidence over the
-bag-of-words embedder and one run with recovery options (the doubles live in doubles.py;
-`FakeEngine` is LogitEngine's name for the tests that still import it from here)."""
+bag-of-words embedder and one run with recovery options (the doubles live in doubles.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,6 @@ from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import Query, run_query
-
-FakeEngine = LogitEngine  # test_abstention.py and test_shortlist.py import it by this name
 
 # root
 # ├── billing      (router)  pay_water, pay_power

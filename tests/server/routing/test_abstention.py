@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from recovery_kit import FakeEngine, evidence_source, house_tree
+from doubles import LogitEngine
+from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
@@ -34,7 +35,7 @@ from stackroute.server.tools.evaluate import Query, run_query
 JUDGE_ONLY = AbstentionOptions(judge_weight=1.0, threshold=0.0)
 
 
-def scripted(route: Mapping[str, float], says_yes: bool) -> FakeEngine:
+def scripted(route: Mapping[str, float], says_yes: bool) -> LogitEngine:
     """Routes by `route`'s logits; answers the leaf question yes or no (by 4 nats)."""
     def logits(prompt: Prompt, options: tuple[str, ...]) -> Mapping[str, float]:
         if options == (YES, NO):
@@ -43,10 +44,10 @@ def scripted(route: Mapping[str, float], says_yes: bool) -> FakeEngine:
         if "DONE" in options and (" returned: " in last or " finished: " in last):
             return {"DONE": 50.0}
         return route
-    return FakeEngine(logits)
+    return LogitEngine(logits)
 
 
-def run(engine: FakeEngine, task: str, abstention: AbstentionOptions | None) -> RunState:
+def run(engine: LogitEngine, task: str, abstention: AbstentionOptions | None) -> RunState:
     tree = house_tree()
     options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
                             speculation=DraftSource.OFF, abstention=abstention)

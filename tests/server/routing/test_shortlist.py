@@ -9,7 +9,8 @@ import math
 from dataclasses import replace
 
 import pytest
-from recovery_kit import FakeEngine, evidence_source, house_tree
+from doubles import LogitEngine
+from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.menu import Menu
 from stackroute.runtime.prompt import Prompt
@@ -99,13 +100,13 @@ def shortlisting_options() -> RouterOptions:
                          shortlist=ShortlistOptions(margin=0.05, max_options=2))
 
 
-def routing_prompts(engine: FakeEngine) -> list[Prompt]:
+def routing_prompts(engine: LogitEngine) -> list[Prompt]:
     return [c.prompt for c in engine.routing_calls()]
 
 
 def test_a_sure_frame_is_shortlisted_and_routes_without_its_neutral_contrast() -> None:
     tree = house_tree()
-    engine = FakeEngine({})  # no preference of its own: the evidence decides
+    engine = LogitEngine({})  # no preference of its own: the evidence decides
     machine = build_machine(tree, engine, options=shortlisting_options(),
                             evidence=evidence_source(tree))
     state = run_query(machine, Query(id="t", query="split the rent with my housemate",
@@ -130,7 +131,7 @@ def test_other_opens_the_full_menu_and_every_call_extends_the_previous_one() -> 
             return {"DONE": 60.0}
         return {"transfers": 60.0}
 
-    engine = FakeEngine(logits)
+    engine = LogitEngine(logits)
     options = replace(shortlisting_options(),
                       recovery=replace(RecoveryOptions.off(), evidence_weight=1.0))
     machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
@@ -173,7 +174,7 @@ def test_a_shortlisted_wrong_branch_is_left_by_the_backtrack_rule() -> None:
             return {"transfers": 60.0}  # the model opens the wrong branch first
         return {"split_rent": 60.0}  # and, left alone, would call a wrong leaf there
 
-    engine = FakeEngine(logits)
+    engine = LogitEngine(logits)
     recovery = RecoveryOptions(is_fallback_enabled=False, is_finish_enabled=False,
                                backtrack_gap=0.0)
     options = RouterOptions(recovery=recovery, speculation=DraftSource.OFF,
