@@ -14,31 +14,22 @@ nothing changes them after start-up.
 from __future__ import annotations
 
 import ipaddress
-import json
-import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    InitSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
-from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
 from stackroute.server.routing.prefix_warming import WarmScope
+from stackroute.server.settings_file import ConfigFileSource, SettingsError
 
 ENV_PREFIX = "STACKROUTE_"
-CONFIG_ENV = f"{ENV_PREFIX}CONFIG"
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
 
@@ -47,10 +38,6 @@ class LogLevel(StrEnum):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"
-
-
-class SettingsError(InputError, ValueError):
-    """Settings that cannot start a server; the message lists every problem."""
 
 
 class ServerSettings(BaseSettings):
@@ -128,6 +115,12 @@ class ServerSettings(BaseSettings):
         "fitted check (the model's calibration, its `abstention` object) says nothing fits "
         "(server/routing/abstention.py): true where the calibration has a check | false | "
         "none: as the calibration says (its `is_default`, set from the measured numbers)")
+    argument_values: ArgumentValues | None = Field(
+        None, description="who picks each argument value among the values the request holds "
+        "(server/routing/arguments/filling.py): model (a constrained choice, the candidates' "
+        "priors as its bias) | priors (the highest prior, no model call) | none: as the "
+        "model's calibration says (its `arguments.values`; the 135M default: priors, which "
+        "matched its choices on Seal-Tools dev at no cost), else model")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -301,7 +294,7 @@ class ServerSettings(BaseSettings):
                               prompt_order=self.prompt_order,
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               max_argument_tokens=self.max_argument_tokens,
-                              abstain=self.abstain)
+                              abstain=self.abstain, argument_values=self.argument_values)
 
     @classmethod
     def default(cls, name: str) -> Any:
@@ -327,62 +320,6 @@ class ServerSettings(BaseSettings):
             return cls(**given)
         except ValidationError as error:
             raise SettingsError(describe_errors(error)) from None
-
-
-class ConfigFileSource(PydanticBaseSettingsSource):
-    """The settings file named by the `config` flag or `STACKROUTE_CONFIG`."""
-
-    def __init__(self, settings_cls: type[BaseSettings],
-                 init_settings: PydanticBaseSettingsSource) -> None:
-        super().__init__(settings_cls)
-        given = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
-        path = given.get("config") or os.environ.get(CONFIG_ENV)
-        self.path = Path(path) if path else None
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ returns the whole file
-
-    def __call__(self) -> dict[str, Any]:
-        if self.path is None:
-            return {}
-        data = read_config_file(self.path)
-        if "config" in data:
-            raise SettingsError(f"{self.path}: a config file cannot name another config file")
-        return _resolve_paths(data, self.path.parent)
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """A mapping of settings from a `.json`, `.yaml` or `.yml` file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise SettingsError(f"config file {path} is not valid: {error}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise SettingsError(f"config file {path} must hold a mapping of settings; got "
-                            f"{type(data).__name__}")
-    return {str(k).replace("-", "_"): v for k, v in data.items()}
-
-
-def _resolve_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Relative `catalogs`, `db`, `calibration` and `chat_template` paths in a config file
-    are relative to the file."""
-    def resolve(value: Any) -> Any:
-        return str(folder / value) if isinstance(value, str) and not Path(value).is_absolute() \
-            else value
-
-    out = dict(data)
-    if isinstance(out.get("catalogs"), list):
-        out["catalogs"] = [resolve(v) for v in out["catalogs"]]
-    for key in ("db", "calibration", "chat_template"):
-        if key in out and not (key == "db" and ":" in str(out[key])):  # a URL stays as given
-            out[key] = resolve(out[key])
-    return out
 
 
 def is_loopback(host: str) -> bool:

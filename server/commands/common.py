@@ -19,7 +19,7 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
-from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
 
 E = TypeVar("E", bound=StrEnum)
 console = Console()
@@ -61,6 +61,10 @@ AbstainOpt = Annotated[bool | None, typer.Option(
     "--abstain/--no-abstain", help="guided policy: before the first leaf call, end the run "
     "with no call when the model's fitted check says no leaf fits the request; default: as "
     "the model's calibration says (the abstain setting)")]
+ArgumentValuesOpt = Annotated[str | None, typer.Option(
+    "--argument-values", help="who picks each argument value among those the request holds: "
+    "model (a constrained choice) | priors (the candidates' priors alone, no model call); "
+    "default: as the model's calibration says (the argument_values setting)")]
 ShortlistOpt = Annotated[bool | None, typer.Option(
     "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
     "options and OTHER (the full menu) where the leaf evidence is sure; default: the "
@@ -184,13 +188,15 @@ class RoutingFlags:
     shortlist: bool | None = None  # None: the settings' default
     shortlist_margin: float | None = None
     abstain: bool | None = None  # None: the settings' default
+    argument_values: ArgumentValues | None = None  # None: the settings' default
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
               speculation: str | None = None, no_speculation: bool = False,
               unwinding: bool | None = None, prompt_order: str | None = None,
               shortlist: bool | None = None, shortlist_margin: float | None = None,
-              abstain: bool | None = None) -> RoutingFlags:
+              abstain: bool | None = None,
+              argument_values: str | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
@@ -201,7 +207,9 @@ class RoutingFlags:
                    prompt_order=None if prompt_order is None
                    else _parse(PromptOrder, "--prompt-order", prompt_order),
                    shortlist=shortlist, shortlist_margin=shortlist_margin,
-                   abstain=abstain)
+                   abstain=abstain,
+                   argument_values=None if argument_values is None
+                   else _parse(ArgumentValues, "--argument-values", argument_values))
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -212,7 +220,7 @@ class RoutingFlags:
                               calibration=self.calibration, speculation=self.speculation,
                               unwinding=self.unwinding, prompt_order=self.prompt_order,
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
-                              abstain=self.abstain)
+                              abstain=self.abstain, argument_values=self.argument_values)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

@@ -12,6 +12,7 @@ from rich.table import Table
 from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.commands.common import (
     AbstainOpt,
+    ArgumentValuesOpt,
     BaseUrlOpt,
     CalibrationOpt,
     ChatTemplateOpt,
@@ -54,7 +55,8 @@ def route(
     remote_constraints: RemoteConstraintsOpt = "auto",
     policy: PolicyOpt = None, calibration: CalibrationOpt = None,
     no_speculation: NoSpecOpt = False, prompt_order: PromptOrderOpt = None,
-    abstain: AbstainOpt = None, as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """One routing decision at a node (the root by default), through the same route call as
     `/v1/route` (its router, its prompt limits: the settings' defaults). One decision is one
@@ -65,7 +67,8 @@ def route(
     try:
         flags = RoutingFlags.parse(policy=policy, calibration=calibration,
                                    no_speculation=no_speculation, prompt_order=prompt_order,
-                                   abstain=abstain)
+                                   abstain=abstain,
+                                   argument_values=argument_values)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -107,7 +110,8 @@ def run(
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
     shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
-    abstain: AbstainOpt = None, as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
     from stackroute.runtime.errors import StackrouteError
@@ -120,7 +124,8 @@ def run(
                                    speculation=speculation, no_speculation=no_speculation,
                                    unwinding=unwinding, prompt_order=prompt_order,
                                    shortlist=shortlist, shortlist_margin=shortlist_margin,
-                                   abstain=abstain)
+                                   abstain=abstain,
+                                   argument_values=argument_values)
         tree = load_tree(catalog)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
@@ -175,7 +180,8 @@ def eval_(
     speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
     unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
     shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
-    abstain: AbstainOpt = None, as_json: JsonOpt = False,
+    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
     cache is shared by the whole file, so repeated requests are verified in one pass."""
@@ -191,7 +197,8 @@ def eval_(
                                    speculation=speculation, no_speculation=no_speculation,
                                    unwinding=unwinding, prompt_order=prompt_order,
                                    shortlist=shortlist, shortlist_margin=shortlist_margin,
-                                   abstain=abstain)
+                                   abstain=abstain,
+                                   argument_values=argument_values)
         made = make_engine(engine, model, base_url, EngineFlags(
             dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
             engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,

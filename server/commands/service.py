@@ -83,6 +83,9 @@ def serve(
     abstain: Annotated[bool | None, typer.Option(
         "--abstain/--no-abstain", help="end a run with no call when the model's fitted check "
                                        "says no leaf fits (the abstain setting)")] = None,
+    argument_values: Annotated[str | None, typer.Option(
+        "--argument-values", help="model | priors: who picks argument values among the "
+                                  "request's (the argument_values setting)")] = None,
     chat_template: ChatTemplateOpt = None,
     engine_arg: EngineArgOpt = None,
     served_model_name: ServedModelNameOpt = None,
@@ -112,6 +115,7 @@ def serve(
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
             unwinding=unwinding, prompt_order=prompt_order, allowed_hosts=allowed_host,
             shortlist=shortlist, shortlist_margin=shortlist_margin, abstain=abstain,
+            argument_values=argument_values,
             allowed_origins=allowed_origin, serve_docs=serve_docs,
             strict_openai=strict_openai, max_tool_menu=max_tool_menu,
             chat_template=chat_template, engine_args=engine_args,

@@ -4,8 +4,10 @@
 module (package data, so an installed `stackroute` ships them); routers load the file named after
 their engine's model and route `guided` by default when it exists (`router_options`).
 
-File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`; only
-`options` is read, and an unknown option there is an error.
+File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`, and
+optionally `"arguments": {"values": "model" | "priors", "measured": {...}}` (who picks argument
+values among the request's candidates, `ArgumentValues`) and `"abstention"` (abstention.py).
+An unknown option in `options` is an error.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.routing.options import (
+    ArgumentValues,
     DraftSource,
     Policy,
     RouterOptions,
@@ -69,6 +72,24 @@ def read_calibration(path: Path) -> RecoveryOptions:
     return RecoveryOptions.from_dict(options)
 
 
+def read_argument_values(path: Path) -> ArgumentValues | None:
+    """The calibration's `arguments.values` (None where it says nothing)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: expected a calibration file (JSON): {e}") from e
+    arguments = data.get("arguments") if isinstance(data, dict) else None
+    if arguments is None:
+        return None
+    values = arguments.get("values") if isinstance(arguments, dict) else None
+    try:
+        return ArgumentValues(str(values))
+    except ValueError as e:
+        allowed = ", ".join(v.value for v in ArgumentValues)
+        raise InputError(f"{path}: 'arguments.values' must be one of {allowed}, "
+                         f"got {values!r}") from e
+
+
 def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
                       measured: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,14 +105,17 @@ def router_options(model: str, *, policy: Policy | None = None,
                    max_argument_tokens: int | None = None,
                    shortlist: bool | None = None,
                    shortlist_margin: float | None = None,
-                   abstain: bool | None = None) -> RouterOptions:
+                   abstain: bool | None = None,
+                   argument_values: ArgumentValues | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
     the one shipped for `model`) and `plain` otherwise. `guided` without any calibration runs
     the built-in defaults. It needs the sentence-embedding model: without its package this
     fails with the package's name rather than quietly routing plain. `speculation`,
-    `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py)."""
+    `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py).
+    `argument_values` None: the setting's; None there too: the calibration's (any policy: the
+    candidates' priors read the request, not the evidence), else the model's choice."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -124,6 +148,11 @@ def router_options(model: str, *, policy: Policy | None = None,
         from stackroute.server.routing.abstention import chosen_check
 
         options = replace(options, abstention=chosen_check(path, abstain))
+    if argument_values is None:
+        argument_values = ServerSettings.default("argument_values")
+    if argument_values is None and path is not None:
+        argument_values = read_argument_values(path)
+    options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,
                                                            margin=shortlist_margin))

@@ -27,6 +27,13 @@ class Policy(StrEnum):
     GUIDED = "guided"  # the same choice under the evidence prior, with the calibrated recovery
 
 
+class ArgumentValues(StrEnum):
+    """Who picks each argument value among the request's candidates (arguments/filling.py)."""
+
+    MODEL = "model"  # a constrained choice of the model, the candidates' priors as its bias
+    PRIORS = "priors"  # the candidate with the highest prior: no model call
+
+
 class DraftSource(StrEnum):
     """Where speculative routing takes the paths it verifies in one pass."""
 
@@ -85,6 +92,9 @@ class RouterOptions:
     # Guided policy: inner menus open with their best options (+ OTHER) where the evidence is
     # sure by the margin (shortlist.py); None: every menu in full.
     shortlist: ShortlistOptions | None = field(default_factory=lambda: default_shortlist())
+    # Who picks argument values among the request's candidates: per model, from its
+    # calibration (`calibration.py`); the model's choice where nothing says otherwise.
+    argument_values: ArgumentValues = ArgumentValues.MODEL
 
     @property
     def policy(self) -> Policy:
@@ -92,11 +102,13 @@ class RouterOptions:
 
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed (`abstention` only
-        where the check is on)."""
+        where the check is on, `argument_values` only where not the model's choice)."""
         out: dict[str, str | None] = {
             "policy": self.policy.value, "calibration": self.calibration,
             "speculation": self.speculation.value,
             "unwinding": "on" if self.unwinding else "off"}
         if self.abstention is not None and self.recovery is not None:
             out["abstention"] = "on"
+        if self.argument_values is not ArgumentValues.MODEL:
+            out["argument_values"] = self.argument_values.value
         return out

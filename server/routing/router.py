@@ -170,8 +170,8 @@ class EngineRouter:
         fallback, recorded as `free_text`)."""
         from stackroute.server.routing.arguments import ArgumentFiller
 
-        filled = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens
-                                ).fill(request, leaf)
+        filled = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
+                                values=self.options.argument_values).fill(request, leaf)
         generation = Generation(text=filled.text, finish_reason=filled.finish_reason,
                                 usage=filled.usage)
         return GeneratedArguments(generation, filled.usage, filled.fallback,

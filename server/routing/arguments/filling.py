@@ -8,7 +8,12 @@ holds a value of its kind: a matched enum word, a date, an e-mail, an unused num
 with `NONE` on the menu; otherwise it stays out. A required property the request holds no
 candidate for (and any array or object) is written by the model as free JSON under its schema,
 one call for all of them: the fallback. Values already given to one property are not offered
-to the next while others remain."""
+to the next while others remain.
+
+With `ArgumentValues.PRIORS` the candidate with the highest prior is taken with no model call
+(`NONE`, at prior 0, wins an optional property whose candidates all have negative log-odds);
+only the fallback still asks the model. A model whose choices add nothing to the priors (the
+135M default: its calibration says so) saves those calls."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from stackroute.server.routing.arguments.candidates import (
     enum_matched,
     property_words,
 )
+from stackroute.server.routing.options import ArgumentValues
 
 NONE_OPTION = "NONE"
 # How far the candidates' priors (log-odds from the request's own evidence: a value's label,
@@ -44,7 +50,7 @@ class ValueChoice:
     """How one property got its value (or was left out)."""
 
     name: str
-    source: str  # single | model | fallback | omitted | unsupported
+    source: str  # single | model | prior | fallback | omitted | unsupported
     num_candidates: int
     value: Any = None
     probability: float | None = None
@@ -52,7 +58,7 @@ class ValueChoice:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "source": self.source,
                                "num_candidates": self.num_candidates}
-        if self.source in ("single", "model", "fallback"):
+        if self.source in ("single", "model", "prior", "fallback"):
             out["value"] = self.value
         if self.probability is not None:
             out["probability"] = round(self.probability, 4)
@@ -72,9 +78,11 @@ class FilledArguments:
 class ArgumentFiller:
     """Arguments for a chosen leaf, value by value, from the request's candidates."""
 
-    def __init__(self, engine: Engine, *, max_argument_tokens: int = 384) -> None:
+    def __init__(self, engine: Engine, *, max_argument_tokens: int = 384,
+                 values: ArgumentValues = ArgumentValues.MODEL) -> None:
         self.engine = engine
         self.max_argument_tokens = max_argument_tokens
+        self.values = values
 
     def fill(self, request: RoutingRequest, leaf: Node) -> FilledArguments:
         schema: Mapping[str, Any] = leaf.parameters or {}
@@ -112,7 +120,8 @@ class ArgumentFiller:
                 continue
             filled.arguments[name] = chosen.value
             used.add(chosen.text)
-            source = "single" if len(fresh) == 1 and is_required else "model"
+            source = "single" if len(fresh) == 1 and is_required \
+                else "prior" if self.values is ArgumentValues.PRIORS else "model"
             filled.choices.append(ValueChoice(name, source, len(fresh), chosen.value,
                                               probability))
         if rest:
@@ -134,6 +143,10 @@ class ArgumentFiller:
         if len(options) == 1:
             conversation.answered(options[0])
             return found[0], None, Usage(), False
+        if self.values is ArgumentValues.PRIORS:  # max() keeps the first of equal priors
+            best = max(options, key=lambda o: bias[o])
+            conversation.answered(best)
+            return next((c for c in found if c.text == best), None), None, Usage(), False
         result = self.engine.choose(prompt, options, option_bias=bias)
         probability = result.probabilities.get(result.choice)
         if result.choice not in bias:
