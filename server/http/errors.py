@@ -35,7 +35,7 @@ from stackroute.runtime.errors import (
 from stackroute.server.engines.base import ContextOverflowError, EngineError
 from stackroute.server.redaction import redact_secrets
 from stackroute.server.service.engine_queue import QueueFullError
-from stackroute.server.service.store_protocol import StoreBusyError
+from stackroute.server.service.store_records import StoreBusyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)

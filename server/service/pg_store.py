@@ -205,7 +205,7 @@ class PgSessionStore:
 
     def session_row(self, session_id: str) -> SessionRow | None:
         rows = self._query(f"SELECT {_ROW_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
-        return _row(rows[0]) if rows else None
+        return SessionRow.from_row(rows[0]) if rows else None
 
     def load_session(self, session_id: str) -> SessionRecord | None:
         with self._transaction() as conn:  # the row is locked against a step for both reads
@@ -216,9 +216,7 @@ class PgSessionStore:
             events = [json.loads(r["event"]) for r in conn.execute(
                 "SELECT event FROM transitions WHERE session_id = %s ORDER BY seq",
                 (session_id,))]
-        data = json.loads(rows[0]["state"])
-        data["trace"] = events
-        return SessionRecord(row=_row(rows[0]), state=RunState.from_dict(data))
+        return SessionRecord.from_row(rows[0], events)
 
     def list_sessions(self, *, status: RunStatus | None = None, catalog_id: str | None = None,
                       limit: int = 100, offset: int = 0) -> list[SessionRow]:
@@ -239,7 +237,7 @@ class PgSessionStore:
             params.append(limit)
         sql += " OFFSET %s"
         params.append(offset)
-        return [_row(r) for r in self._query(sql, params)]
+        return [SessionRow.from_row(r) for r in self._query(sql, params)]
 
     def count_by_status(self) -> dict[str, int]:
         rows = self._query("SELECT status, COUNT(*) AS n FROM sessions GROUP BY status")
@@ -315,11 +313,7 @@ class PgSessionStore:
         rows = self._query("SELECT * FROM leaf_executions WHERE call_id = %s", (call_id,))
         if not rows:
             return None
-        r = rows[0]
-        return LeafExecution(call_id=r["call_id"], path=r["path"], digest=r["digest"],
-                             is_finished=bool(r["is_finished"]),
-                             result=None if r["result"] is None else json.loads(r["result"]),
-                             error=r["error"])
+        return LeafExecution.from_row(rows[0])
 
     def begin_leaf(self, call_id: str, *, path: str, digest: str,
                    session_id: str | None = None, token: int | None = None) -> None:
@@ -391,9 +385,3 @@ def _append(conn: Any, session_id: str, events: Sequence[TraceEvent]) -> None:
         cur.executemany("INSERT INTO transitions (session_id, seq, event) VALUES (%s, %s, %s)",
                         [(session_id, e.seq, strict_json(e.to_dict())) for e in events])
 
-
-def _row(r: dict[str, Any]) -> SessionRow:
-    return SessionRow(id=r["id"], catalog_id=r["catalog_id"], status=RunStatus(r["status"]),
-                      task=r["task"], is_flat=bool(r["is_flat"]),
-                      is_auto_approve=bool(r["is_auto_approve"]),
-                      created_unix=r["created_unix"], updated_unix=r["updated_unix"])

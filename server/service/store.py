@@ -261,7 +261,7 @@ class SessionStore:
 
     def session_row(self, session_id: str) -> SessionRow | None:
         rows = self._query("SELECT * FROM sessions WHERE id = ?", (session_id,))
-        return _row(rows[0]) if rows else None
+        return SessionRow.from_row(rows[0]) if rows else None
 
     def load_session(self, session_id: str) -> SessionRecord | None:
         """The session with its state and whole trace, as last committed."""
@@ -270,9 +270,7 @@ class SessionStore:
             if not rows:
                 return None
             events = self.transitions(session_id)
-        data = json.loads(rows[0]["state"])
-        data["trace"] = events
-        return SessionRecord(row=_row(rows[0]), state=RunState.from_dict(data))
+        return SessionRecord.from_row(rows[0], events)
 
     def list_sessions(self, *, status: RunStatus | None = None, catalog_id: str | None = None,
                       limit: int = 100, offset: int = 0) -> list[SessionRow]:
@@ -288,7 +286,7 @@ class SessionStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_unix, id LIMIT ? OFFSET ?"
-        return [_row(r) for r in self._query(sql, [*params, limit, offset])]
+        return [SessionRow.from_row(r) for r in self._query(sql, [*params, limit, offset])]
 
     def count_by_status(self) -> dict[str, int]:
         rows = self._query("SELECT status, COUNT(*) FROM sessions GROUP BY status")
@@ -335,11 +333,7 @@ class SessionStore:
         rows = self._query("SELECT * FROM leaf_executions WHERE call_id = ?", (call_id,))
         if not rows:
             return None
-        r = rows[0]
-        return LeafExecution(call_id=r["call_id"], path=r["path"], digest=r["digest"],
-                             is_finished=bool(r["is_finished"]),
-                             result=None if r["result"] is None else json.loads(r["result"]),
-                             error=r["error"])
+        return LeafExecution.from_row(rows[0])
 
     def begin_leaf(self, call_id: str, *, path: str, digest: str,
                    session_id: str | None = None, token: int | None = None) -> None:
@@ -364,13 +358,6 @@ def _append(c: sqlite3.Connection, session_id: str, events: Sequence[TraceEvent]
     c.executemany("INSERT INTO transitions (session_id, seq, event) VALUES (?, ?, ?)",
                   [(session_id, e.seq, strict_json(e.to_dict()))
                    for e in events])
-
-
-def _row(r: sqlite3.Row) -> SessionRow:
-    return SessionRow(id=r["id"], catalog_id=r["catalog_id"], status=RunStatus(r["status"]),
-                      task=r["task"], is_flat=bool(r["is_flat"]),
-                      is_auto_approve=bool(r["is_auto_approve"]),
-                      created_unix=r["created_unix"], updated_unix=r["updated_unix"])
 
 
 @contextmanager

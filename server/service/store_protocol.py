@@ -25,17 +25,10 @@ from stackroute.runtime.trace import TraceEvent
 from stackroute.server.service.store_records import (
     CatalogRecord,
     Claim,
-    DuplicateRecordError,
     LeafExecution,
-    LeaseLostError,
     SessionRecord,
     SessionRow,
-    StoreBusyError,
 )
-
-# The errors callers outside the service catch (the HTTP layer maps StoreBusyError to 503).
-__all__ = ["DuplicateRecordError", "LeaseLostError", "Listening", "StoreBackend",
-           "StoreBusyError"]
 
 
 @runtime_checkable

@@ -7,11 +7,17 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from stackroute.runtime.errors import StackrouteError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.state import RunState
+
+
+class DbRow(Protocol):
+    """A row read by column name: an `sqlite3.Row` or a psycopg dict row."""
+
+    def __getitem__(self, column: str) -> Any: ...
 
 
 # -- errors: each store turns its driver's errors into these -------------------------------------
@@ -70,11 +76,26 @@ class SessionRow:
     created_unix: float
     updated_unix: float
 
+    @classmethod
+    def from_row(cls, r: DbRow) -> SessionRow:
+        return cls(id=r["id"], catalog_id=r["catalog_id"], status=RunStatus(r["status"]),
+                   task=r["task"], is_flat=bool(r["is_flat"]),
+                   is_auto_approve=bool(r["is_auto_approve"]),
+                   created_unix=r["created_unix"], updated_unix=r["updated_unix"])
+
 
 @dataclass(frozen=True)
 class SessionRecord:
     row: SessionRow
     state: RunState  # with its whole trace, rebuilt from the transitions
+
+    @classmethod
+    def from_row(cls, r: DbRow, events: list[dict[str, Any]]) -> SessionRecord:
+        """A `sessions` row (its `state` column holds the state without its trace) and the
+        session's transitions, in order."""
+        data = json.loads(r["state"])
+        data["trace"] = events
+        return cls(row=SessionRow.from_row(r), state=RunState.from_dict(data))
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,13 @@ class LeafExecution:
     is_finished: bool
     result: Any
     error: str | None
+
+    @classmethod
+    def from_row(cls, r: DbRow) -> LeafExecution:
+        return cls(call_id=r["call_id"], path=r["path"], digest=r["digest"],
+                   is_finished=bool(r["is_finished"]),
+                   result=None if r["result"] is None else json.loads(r["result"]),
+                   error=r["error"])
 
 
 @dataclass(frozen=True)
