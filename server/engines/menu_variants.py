@@ -1,5 +1,6 @@
-"""The menus `Engine.prepare` compiles before the first request: at each router, all of its
-children followed by each completion-state variant the runtime can offer there.
+"""What `Engine.prepare` compiles before the first request: the menus (at each router, all of
+its children followed by each completion-state variant the runtime can offer there) and each
+leaf's arguments schema.
 
 This mirrors `StackMachine.menu_for` (runtime/machine.py): the root offers DONE only (it has no
 parent to go BACK to); any other router offers BACK until its frame has produced something,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.engines.base import EMPTY_OBJECT_SCHEMA, Constraint
 
 _ROOT_STATES = ((CompletionState.DONE,),)
 _INNER_STATES = ((CompletionState.BACK,), (CompletionState.DONE,))
@@ -29,3 +31,9 @@ def menu_variants(tree: CapabilityTree) -> list[tuple[str, ...]]:
     return [node.child_names + tuple(state.value for state in states)
             for node in tree.routers()
             for states in (_ROOT_STATES if node.depth == 0 else _INNER_STATES)]
+
+
+def leaf_schemas(tree: CapabilityTree) -> list[Constraint]:
+    """Every leaf's arguments constraint (the empty object where a leaf declares none), leaf
+    by leaf in `tree.leaves()` order: as many as `PrepareStats.num_schemas` counts."""
+    return [Constraint.json(leaf.parameters or EMPTY_OBJECT_SCHEMA) for leaf in tree.leaves()]

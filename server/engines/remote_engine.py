@@ -46,7 +46,6 @@ from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.base import (
-    EMPTY_OBJECT_SCHEMA,
     Constraint,
     ConstraintKind,
     DeltaSink,
@@ -59,7 +58,7 @@ from stackroute.server.engines.base import (
     TextDelta,
 )
 from stackroute.server.engines.common import Counters, single_option_result
-from stackroute.server.engines.menu_variants import menu_variants
+from stackroute.server.engines.menu_variants import leaf_schemas, menu_variants
 from stackroute.server.engines.option_scoring import (
     NEAR_TIE_MARGIN,
     OptionBiasError,
@@ -196,8 +195,7 @@ class RemoteEngine:
             log.warning("the upstream honours no menu constraint: %d menus not warmed (menus "
                         "will fail)", len(menus))
             menus = []
-        schemas = [Constraint.json(leaf.parameters or EMPTY_OBJECT_SCHEMA)
-                   for leaf in tree.leaves()]
+        schemas = leaf_schemas(tree)
         started = time.perf_counter()
         if self.options.is_warm_up_enabled:
             with ThreadPoolExecutor(self.options.num_warm_up_threads) as pool:

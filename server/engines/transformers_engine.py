@@ -24,7 +24,7 @@ from pathlib import Path
 
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.jump_forward import JumpForward
-from stackroute.grammars.menu import CompiledMenu, compile_menu
+from stackroute.grammars.menu import CompiledMenu
 from stackroute.grammars.schema import (
     CompiledGrammar,
     compile_regex,
@@ -51,18 +51,13 @@ from stackroute.server.engines.base import (
     SamplingOptions,
 )
 from stackroute.server.engines.chat_template import read_chat_template
-from stackroute.server.engines.common import (
-    Counters,
-    check_context,
-    generation_from_choice,
-    single_option_result,
-)
+from stackroute.server.engines.common import Counters, check_context, single_option_result
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.decoding import Decoder
-from stackroute.server.engines.menu_variants import menu_variants
+from stackroute.server.engines.local_engine import LocalEngine
+from stackroute.server.engines.menu_variants import leaf_schemas
 from stackroute.server.engines.model_runner import ModelRunner
 from stackroute.server.engines.model_store import LoadedModel, load_model, resolve_model
-from stackroute.server.engines.option_scoring import check_menu
 from stackroute.server.engines.prefix_cache import PrefixCache
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS, PromptLookup
 from stackroute.server.engines.rendering import ChatRenderer
@@ -76,7 +71,7 @@ DEFAULT_CACHE_BYTES = 1 << 30  # 1 GiB of KV: about 23k tokens of SmolLM2-135M i
 DEFAULT_PREFILL_CHUNK = 1024  # tokens per forward pass; bounds attention memory on long prompts
 
 
-class TransformersEngine:
+class TransformersEngine(LocalEngine):
     def __init__(self, *, model: str | None = None, dtype: str = DEFAULT_DTYPE,
                  cache_bytes: int = DEFAULT_CACHE_BYTES, is_cache_enabled: bool = True,
                  num_threads: int | None = None,
@@ -124,11 +119,6 @@ class TransformersEngine:
                                   counters=self._counters)
 
     # -- compilation -------------------------------------------------------------------------
-    def compiled_menu(self, options: Sequence[str]) -> CompiledMenu:
-        menu = check_menu(options)
-        return self.menus.get_or_compile(("menu", menu), self.fingerprint, lambda: compile_menu(
-            menu, self.tokenizer, end_token_id=self.renderer.end_of_turn_id))
-
     def compiled_grammar(self, constraint: Constraint) -> CompiledGrammar:
         if constraint.kind is ConstraintKind.JSON:
             schema = constraint.schema or EMPTY_OBJECT_SCHEMA
@@ -146,29 +136,17 @@ class TransformersEngine:
     def prepare(self, tree: CapabilityTree) -> PrepareStats:
         """Compile each router's menus (with DONE, and with BACK) and each leaf's schema."""
         started = time.perf_counter()
-        menus = menu_variants(tree)
-        for menu in menus:
-            self.compiled_menu(menu)
+        menus = self._compile_menus(tree)
         num_menus, num_schemas = len(menus), 0
-        for leaf in tree.leaves():
-            self.compiled_grammar(Constraint.json(leaf.parameters or EMPTY_OBJECT_SCHEMA))
+        for schema in leaf_schemas(tree):
+            self.compiled_grammar(schema)
             num_schemas += 1
         return PrepareStats(num_menus=num_menus, num_schemas=num_schemas,
                             compile_ms=(time.perf_counter() - started) * 1e3)
 
-    # -- the protocol --------------------------------------------------------------------------
-    def count_tokens(self, prompt: PromptInput) -> int:
-        return len(self.renderer.prompt_ids(prompt))
-
-    def choose(self, prompt: PromptInput, options: Sequence[str], *,
-               option_bias: Mapping[str, float] | None = None) -> MenuResult:
-        started = time.perf_counter()
-        menu = self.compiled_menu(options)
-        ids = self.renderer.prompt_ids(prompt)
-        check_context(len(ids) + max(len(s) for s in menu.sequences),
-                      self.info.max_context_tokens)
-        if not menu.branch_points:  # one option: nothing to decide, no model call
-            return single_option_result(menu.options[0])
+    # -- the protocol (choose, count_tokens, generate: LocalEngine) -----------------------------
+    def _score_menu(self, prompt: PromptInput, menu: CompiledMenu, ids: list[int], *,
+                    option_bias: Mapping[str, float] | None, started: float) -> MenuResult:
         branch = Branch(prompt_len=len(ids), menu=menu)
         with self._lock:
             done = self.runner.run_prompt(ids, [branch])
@@ -272,11 +250,6 @@ class TransformersEngine:
                                       margin=margin, usage=usage))
         return results
 
-    def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
-                 sampling: SamplingOptions | None = None) -> Generation:
-        return self.generate_stream(prompt, on_delta=None, constraint=constraint,
-                                    sampling=sampling)
-
     def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink | None,
                         constraint: Constraint | None = None,
                         sampling: SamplingOptions | None = None) -> Generation:
@@ -285,14 +258,10 @@ class TransformersEngine:
         sampling = sampling or SamplingOptions()
         stream = None if on_delta is None else TextAssembler(on_delta, stop=sampling.stop)
         if constraint is not None and constraint.kind is ConstraintKind.CHOICE:
-            gen = generation_from_choice(self.choose(prompt, constraint.choices))
-            if stream is not None:
-                stream.finish(gen.text)
-            return gen
+            return self._scored_choice(prompt, constraint.choices, stream)
         started = time.perf_counter()
         matcher = None if constraint is None else self.compiled_grammar(constraint).matcher()
-        ids = self.renderer.prompt_ids(prompt)
-        check_context(len(ids) + 1, self.info.max_context_tokens)
+        ids = self._generation_prompt(prompt)
         max_tokens = min(sampling.max_tokens, self.info.max_context_tokens - len(ids))
         decoder = Decoder(self.runner, decode=self.renderer.decode, stop_ids=self._stop_ids,
                           vocab_size=self.loaded.vocab_size, prompt_ids=ids, matcher=matcher,

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
-from stackroute.grammars.menu import CompiledMenu, compile_menu
+from stackroute.grammars.menu import CompiledMenu
 from stackroute.grammars.schema import grammar_tokenizer_info
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.messages import Message
@@ -52,7 +52,6 @@ from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
-    EMPTY_OBJECT_SCHEMA,
     Constraint,
     ConstraintKind,
     DeltaSink,
@@ -64,19 +63,15 @@ from stackroute.server.engines.base import (
     SamplingOptions,
 )
 from stackroute.server.engines.chat_template import read_chat_template
-from stackroute.server.engines.common import (
-    Counters,
-    check_context,
-    generation_from_choice,
-    single_option_result,
-)
+from stackroute.server.engines.common import Counters, check_context
 from stackroute.server.engines.engine_args import (
     check_engine_args,
     normalise_engine_args,
     vllm_engine_arg_names,
 )
+from stackroute.server.engines.local_engine import LocalEngine
 from stackroute.server.engines.loop_thread import LoopThread
-from stackroute.server.engines.menu_variants import menu_variants
+from stackroute.server.engines.menu_variants import leaf_schemas
 from stackroute.server.engines.option_scoring import (
     NEAR_TIE_MARGIN,
     check_menu,
@@ -109,7 +104,7 @@ GPU_MEMORY_ENV = "STACKROUTE_VLLM_GPU_MEMORY_UTILIZATION"
 _WARM_UP_PROMPT = Prompt((Message("user", "Warm-up."),))
 
 
-class VllmEngine:
+class VllmEngine(LocalEngine):
     """An `Engine` over an in-process vLLM `AsyncLLM`; thread-safe. Call `close()` to stop
     its engine process."""
 
@@ -217,20 +212,12 @@ class VllmEngine:
                                  (prompt, self._params(None, SamplingOptions(max_tokens=2)))]))
 
     # -- compilation ------------------------------------------------------------------------------
-    def compiled_menu(self, options: Sequence[str]) -> CompiledMenu:
-        menu = check_menu(options)
-        return self.menus.get_or_compile(("menu", menu), self.fingerprint, lambda: compile_menu(
-            menu, self.tokenizer, end_token_id=self.renderer.end_of_turn_id))
-
     def prepare(self, tree: CapabilityTree) -> PrepareStats:
         """Compile every router's menus (their token tries) and warm every constraint vLLM
         compiles: each leaf's schema, and in constrained mode each menu's choice grammar."""
         started = time.perf_counter()
-        menus = menu_variants(tree)
-        for menu in menus:
-            self.compiled_menu(menu)
-        schemas = [Constraint.json(leaf.parameters or EMPTY_OBJECT_SCHEMA)
-                   for leaf in tree.leaves()]
+        menus = self._compile_menus(tree)
+        schemas = leaf_schemas(tree)
         warm = list(schemas)
         if self.options.menu_mode is MenuMode.CONSTRAINED:
             warm += [Constraint.choice(m) for m in menus if len(m) > 1]
@@ -243,18 +230,8 @@ class VllmEngine:
                             compile_ms=elapsed_ms)
 
     # -- the protocol -----------------------------------------------------------------------------
-    def count_tokens(self, prompt: PromptInput) -> int:
-        return len(self.renderer.prompt_ids(prompt))
-
-    def choose(self, prompt: PromptInput, options: Sequence[str], *,
-               option_bias: Mapping[str, float] | None = None) -> MenuResult:
-        started = time.perf_counter()
-        menu = self.compiled_menu(options)
-        ids = self.renderer.prompt_ids(prompt)
-        check_context(len(ids) + max(len(s) for s in menu.sequences),
-                      self.info.max_context_tokens)
-        if not menu.branch_points:  # one option: nothing to decide, no model call
-            return single_option_result(menu.options[0])
+    def _score_menu(self, prompt: PromptInput, menu: CompiledMenu, ids: list[int], *,
+                    option_bias: Mapping[str, float] | None, started: float) -> MenuResult:
         if self.options.menu_mode is MenuMode.CONSTRAINED:
             return self.choose_constrained(prompt, menu.options, option_bias=option_bias)
         rows, usage = score_branch_points(
@@ -271,11 +248,6 @@ class VllmEngine:
                           probabilities={o: math.exp(lp)
                                          for o, lp in decided.option_logprobs.items()})
 
-    def generate(self, prompt: PromptInput, *, constraint: Constraint | None = None,
-                 sampling: SamplingOptions | None = None) -> Generation:
-        return self.generate_stream(prompt, on_delta=None, constraint=constraint,
-                                    sampling=sampling)
-
     def generate_stream(self, prompt: PromptInput, *, on_delta: DeltaSink | None,
                         constraint: Constraint | None = None,
                         sampling: SamplingOptions | None = None) -> Generation:
@@ -286,13 +258,9 @@ class VllmEngine:
         stream = None if on_delta is None else TextAssembler(on_delta, stop=sampling.stop)
         if constraint is not None and constraint.kind is ConstraintKind.CHOICE \
                 and self.options.menu_mode is MenuMode.SCORE:
-            gen = generation_from_choice(self.choose(prompt, constraint.choices))
-            if stream is not None:
-                stream.finish(gen.text)
-            return gen
+            return self._scored_choice(prompt, constraint.choices, stream)
         started = time.perf_counter()
-        ids = self.renderer.prompt_ids(prompt)
-        check_context(len(ids) + 1, self.info.max_context_tokens)
+        ids = self._generation_prompt(prompt)
         sampling = SamplingOptions(
             max_tokens=min(sampling.max_tokens, self.info.max_context_tokens - len(ids)),
             temperature=sampling.temperature, stop=sampling.stop,
