@@ -8,18 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from stackroute.runtime.governance import RunStatus
+from stackroute.server.service.run_state_input import UsageFields
 
 
-class UsageModel(BaseModel):
-    model_calls: int = 0
-    prompt_tokens: int = 0
-    prefill_tokens: int = 0
-    cached_tokens: int = 0
-    generated_tokens: int = 0
-    forward_passes: int = 0
-    speculated_levels: int = 0
-    accepted_levels: int = 0
-    latency_ms: float = 0.0
+class UsageModel(UsageFields):
+    pass
 
 
 class ChatMessage(BaseModel):

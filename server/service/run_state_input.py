@@ -69,8 +69,10 @@ class _LimitsShape(_Shape):
     max_result_chars: int | None = None
 
 
-class _UsageShape(_Shape):
-    model_config = ConfigDict(extra="ignore", strict=True)  # older states: fewer, newer: more
+# `runtime.usage.Usage`'s fields as a pydantic model, in one place: the routing API's `usage`
+# (http/routing_schemas.UsageModel) and a sent state's usage, checked strictly, both take it.
+# (A comment, not a docstring: a docstring would become the OpenAPI schema's description.)
+class UsageFields(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
     prefill_tokens: int = 0
@@ -80,6 +82,10 @@ class _UsageShape(_Shape):
     speculated_levels: int = 0
     accepted_levels: int = 0
     latency_ms: float = 0.0
+
+
+class _UsageShape(UsageFields):
+    model_config = ConfigDict(extra="ignore", strict=True)  # older states: fewer, newer: more
 
 
 class _StateShape(_Shape):
