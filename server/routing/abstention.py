@@ -42,6 +42,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
+from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.recovery import MenuStep
 
@@ -91,11 +92,7 @@ class AbstentionOptions:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AbstentionOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown abstention option(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
+        return from_known_fields(cls, data, what="abstention option")
 
 
 @dataclass(frozen=True)

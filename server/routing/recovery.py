@@ -26,7 +26,7 @@ the rest of the way step by step.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -38,6 +38,7 @@ from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Aggregate
 from stackroute.server.routing.contrast import is_fresh, is_opening
+from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.menu_scoring import MenuScorer, ScoredMenu
 from stackroute.server.routing.prior import PriorOptions
@@ -111,11 +112,7 @@ class RecoveryOptions:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecoveryOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown recovery option(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
+        return from_known_fields(cls, data, what="recovery option")
 
 
 @dataclass(frozen=True)
