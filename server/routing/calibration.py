@@ -114,8 +114,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     the built-in defaults. It needs the sentence-embedding model: without its package this
     fails with the package's name rather than quietly routing plain. `speculation`,
     `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py).
-    `argument_values` None: the setting's; None there too: the calibration's (any policy: the
-    candidates' priors read the request, not the evidence), else the model's choice."""
+    `argument_values` None: the setting's; None there too: the calibration's under the guided
+    policy (plain is the model alone, the paper's router), else the model's choice."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -150,7 +150,7 @@ def router_options(model: str, *, policy: Policy | None = None,
         options = replace(options, abstention=chosen_check(path, abstain))
     if argument_values is None:
         argument_values = ServerSettings.default("argument_values")
-    if argument_values is None and path is not None:
+    if argument_values is None and path is not None and options.recovery is not None:
         argument_values = read_argument_values(path)
     options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).

@@ -118,7 +118,9 @@ def test_a_streamed_call_arrives_as_deltas(client: openai.OpenAI, model_id: str)
     arguments = "".join(p.function.arguments or "" for p in parts)
     assert json.loads(arguments) == json.loads(whole.function.arguments)
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
-    assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens > 0
+    # the usage chunk comes last; the repeated request may cost no model call at all (its
+    # route remembered, its values the priors'), but it made its routing call
+    assert chunks[-1].usage is not None and chunks[-1].usage.model_extra["routing_calls"] >= 1  # type: ignore[index]
 
 
 @pytest.mark.model

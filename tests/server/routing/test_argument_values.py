@@ -1,6 +1,7 @@
 """Who picks argument values among the request's candidates (`ArgumentValues`): the model's
 constrained choice, or the candidates' priors alone with no model call; chosen per model by
-its calibration file, overridden by the `argument_values` setting and `--argument-values`."""
+its calibration file (guided policy), overridden by the `argument_values` setting and
+`--argument-values` (any policy)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.server.commands.common import RoutingFlags
 from stackroute.server.routing.calibration import read_argument_values, router_options
-from stackroute.server.routing.options import ArgumentValues, DraftSource, RouterOptions
+from stackroute.server.routing.options import (
+    ArgumentValues,
+    DraftSource,
+    Policy,
+    RouterOptions,
+)
 from stackroute.server.routing.router import build_machine
 from stackroute.server.settings import ServerSettings
 from stackroute.server.tools.evaluate import Query, run_query
@@ -47,7 +53,7 @@ def test_priors_take_the_top_candidate_with_no_model_call() -> None:
     contrary = LogitEngine(then_done({"send": 5.0, "DONE": 0.0, "Li": 40.0, "10": 40.0}))
     by_model = run(ArgumentValues.MODEL, contrary)
     assert by_model.calls[0]["arguments"] == {"payee": "Li", "amount": 10}
-    (payee_options, amount_options) = value_calls(contrary)[:2]
+    payee_options = value_calls(contrary)[0]
     bias = next(c.bias for c in contrary.calls if c.options == payee_options)
     assert bias is not None and max(bias, key=lambda o: bias[o]) == "Asha"
 
@@ -75,6 +81,10 @@ def test_the_calibration_chooses_and_the_flag_overrides(tmp_path: Path) -> None:
     overridden = router_options("m", calibration=path, argument_values=ArgumentValues.MODEL)
     assert overridden.argument_values is ArgumentValues.MODEL
     assert "argument_values" not in overridden.describe()
+    plain = router_options("m", calibration=path, policy=Policy.PLAIN)
+    assert plain.argument_values is ArgumentValues.MODEL  # plain: the model alone, the paper's
+    plain = router_options("m", policy=Policy.PLAIN, argument_values=ArgumentValues.PRIORS)
+    assert plain.argument_values is ArgumentValues.PRIORS
     settings = ServerSettings(argument_values=ArgumentValues.MODEL, calibration=path)
     assert settings.router_options("m").argument_values is ArgumentValues.MODEL
 
