@@ -24,7 +24,7 @@ from typing import Annotated
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
-from stackroute.server.http.errors import error_response
+from stackroute.server.http.asgi_middleware import HttpMiddleware, refuse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -71,7 +71,7 @@ def bearer_token(header: bytes | None) -> bytes:
     return token.strip() if scheme.lower() == b"bearer" else b""
 
 
-class ApiKeyMiddleware(_KeyCheck):
+class ApiKeyMiddleware(_KeyCheck, HttpMiddleware):
     """Refuse a request without the key (401) before the app, or any body read, runs."""
 
     def __init__(self, app: ASGIApp, *, api_key: SecretStr,
@@ -80,10 +80,7 @@ class ApiKeyMiddleware(_KeyCheck):
         self.app = app
         self.public_paths = public_paths
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["path"] in self.public_paths:
             # Open paths take no body: one is refused before it is read, so a client without
             # the key cannot hold a connection slot with a slow upload (two slow 8 MiB POSTs
@@ -92,12 +89,9 @@ class ApiKeyMiddleware(_KeyCheck):
             if declared is None:
                 await self.app(scope, receive, send)
                 return
-            response = error_response(
-                413, code="body_not_allowed",
-                message=f"{scope['path'][:200]} takes no request body; got {declared}",
-                request_id=scope.get("state", {}).get("request_id"),
-                headers={"Connection": "close"})
-            await response(scope, receive, send)
+            await refuse(scope, receive, send, 413, code="body_not_allowed",
+                         message=f"{scope['path'][:200]} takes no request body; got {declared}",
+                         headers={"Connection": "close"})
             return
         header = next((bytes(v) for k, v in scope.get("headers", [])
                        if k == b"authorization"), None)
@@ -105,12 +99,9 @@ class ApiKeyMiddleware(_KeyCheck):
         if reason is None:
             await self.app(scope, receive, send)
             return
-        response = error_response(
-            401, code="invalid_api_key",
-            message=f"{reason}: send the header 'Authorization: Bearer <key>'",
-            request_id=scope.get("state", {}).get("request_id"),
-            headers={"WWW-Authenticate": "Bearer", "Connection": "close"})
-        await response(scope, receive, send)
+        await refuse(scope, receive, send, 401, code="invalid_api_key",
+                     message=f"{reason}: send the header 'Authorization: Bearer <key>'",
+                     headers={"WWW-Authenticate": "Bearer", "Connection": "close"})
 
 
 def _declared_body(scope: Scope) -> str | None:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from stackroute.server.engines.trace_context import TRACEPARENT, is_valid_traceparent
-from stackroute.server.http.errors import error_response, internal_error_response
+from stackroute.server.http.asgi_middleware import HttpMiddleware, refuse
+from stackroute.server.http.errors import internal_error_response
 from stackroute.server.telemetry import Telemetry, context_from_traceparent, traceparent_of
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -26,7 +27,7 @@ REQUEST_ID_HEADER = "x-request-id"
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a caller's id we can log safely
 
 
-class RequestContextMiddleware:
+class RequestContextMiddleware(HttpMiddleware):
     """Give each request an id (the caller's `X-Request-ID` when it is safe to log, else a
     fresh one), echo it in the response, log one JSON line when the request ends, and turn an
     unhandled exception into a 500 that shows the id, with the traceback only in the log."""
@@ -36,10 +37,7 @@ class RequestContextMiddleware:
         self.app = app
         self.on_finish = on_finish
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = _request_id(scope)
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
@@ -72,7 +70,7 @@ class RequestContextMiddleware:
                 self.on_finish(scope, status, latency_s)
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuse request bodies over `max_body_bytes` with 413, before any handler runs.
 
     A declared Content-Length is checked at once; a chunked body is read up to the limit and
@@ -84,8 +82,8 @@ class BodyLimitMiddleware:
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s  # the whole body must arrive within this
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in {"GET", "HEAD", "OPTIONS"}:
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] in {"GET", "HEAD", "OPTIONS"}:
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
@@ -128,22 +126,18 @@ class BodyLimitMiddleware:
     async def _refuse(self, scope: Scope, receive: Receive, send: Send,
                       declared: int | None) -> None:
         size = f"{declared} bytes" if declared is not None else "more than that"
-        response = error_response(
-            413, code="request_too_large", request_id=scope.get("state", {}).get("request_id"),
-            message=f"request body is too large: the limit is {self.max_body_bytes} bytes; "
-                    f"got {size}", headers={"Connection": "close"})
-        await response(scope, receive, send)
+        await refuse(scope, receive, send, 413, code="request_too_large",
+                     message=f"request body is too large: the limit is {self.max_body_bytes} "
+                             f"bytes; got {size}", headers={"Connection": "close"})
 
 
     async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(
-            408, code="request_timeout", request_id=scope.get("state", {}).get("request_id"),
-            message=f"the request body did not arrive within {self.body_timeout_s:g} s",
-            headers={"Connection": "close"})
-        await response(scope, receive, send)
+        await refuse(scope, receive, send, 408, code="request_timeout",
+                     message=f"the request body did not arrive within {self.body_timeout_s:g} s",
+                     headers={"Connection": "close"})
 
 
-class ConnectionLimitMiddleware:
+class ConnectionLimitMiddleware(HttpMiddleware):
     """At most `max_connections` HTTP requests in flight; more are answered 503 at once
     (a slow client's request counts until its body is read and its answer sent)."""
 
@@ -152,18 +146,12 @@ class ConnectionLimitMiddleware:
         self.max_connections = max_connections
         self.num_active = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.num_active >= self.max_connections:
-            response = error_response(
-                503, code="too_many_connections",
-                request_id=scope.get("state", {}).get("request_id"),
-                message=f"{self.num_active} requests are in flight, the limit is "
-                        f"{self.max_connections}; retry later",
-                headers={"Retry-After": "1", "Connection": "close"})
-            await response(scope, receive, send)
+            await refuse(scope, receive, send, 503, code="too_many_connections",
+                         message=f"{self.num_active} requests are in flight, the limit is "
+                                 f"{self.max_connections}; retry later",
+                         headers={"Retry-After": "1", "Connection": "close"})
             return
         self.num_active += 1  # one event loop: no lock needed
         try:
@@ -172,7 +160,7 @@ class ConnectionLimitMiddleware:
             self.num_active -= 1
 
 
-class TraceContextMiddleware:
+class TraceContextMiddleware(HttpMiddleware):
     """The caller's `traceparent` (when well-formed) is the parent of this request's server
     span, with telemetry on, and the current OpenTelemetry context while the request runs
     (so a session it starts hangs under it). The trace context the engine forwards on its own
@@ -183,10 +171,7 @@ class TraceContextMiddleware:
         self.app = app
         self.telemetry = telemetry
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         incoming = _traceparent(scope)
         tracer = self.telemetry.tracer
         if tracer is None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from stackroute.server.http.api_catalogs import YAML_MEDIA_TYPES
-from stackroute.server.http.errors import error_response
+from stackroute.server.http.asgi_middleware import HttpMiddleware, refuse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_HOSTS = frozenset({"localhost", "ip6-localhost", "127.0.0.1", "::1"})
@@ -90,7 +90,7 @@ def is_accepted_media(media: str) -> bool:
     return media == "application/json" or media.endswith("+json") or media in YAML_MEDIA_TYPES
 
 
-class OriginGuardMiddleware:
+class OriginGuardMiddleware(HttpMiddleware):
     """Refuse a request whose `Host`, `Origin` or body type a browser page could forge (see
     the module), before the app or the body read runs."""
 
@@ -98,19 +98,14 @@ class OriginGuardMiddleware:
         self.app = app
         self.policy = policy
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self.refusal(scope)
         if refusal is None:
             await self.app(scope, receive, send)
             return
         status, code, message = refusal
-        response = error_response(status, code=code, message=message,
-                                  request_id=scope.get("state", {}).get("request_id"),
-                                  headers={"Connection": "close"})
-        await response(scope, receive, send)
+        await refuse(scope, receive, send, status, code=code, message=message,
+                     headers={"Connection": "close"})
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         headers = _headers(scope)

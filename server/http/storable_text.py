@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from stackroute.server.http.errors import error_response
+from stackroute.server.http.asgi_middleware import HttpMiddleware, refuse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -57,17 +57,14 @@ def _describe(char: str) -> str:
     return f"{code} (NUL)" if char == "\x00" else f"{code} (an unpaired surrogate)"
 
 
-class StorableTextMiddleware:
+class StorableTextMiddleware(HttpMiddleware):
     """400 for a NUL in the path or query, or unstorable text in a JSON body, before any
     route runs. Sits inside the body limit, which hands it the whole body in one message."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b"").lower():
             where = "path" if "\x00" in scope["path"] else "query string"
             await self._refuse(scope, receive, send, f"the {where}", "U+0000 (NUL)", None)
@@ -93,11 +90,8 @@ class StorableTextMiddleware:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, where: str,
                       what: str, param: str | None) -> None:
-        response = error_response(
-            400, code="unstorable_text", param=param,
-            request_id=scope.get("state", {}).get("request_id"),
-            message=f"expected {EXPECTED}; got {what} in {where}")
-        await response(scope, receive, send)
+        await refuse(scope, receive, send, 400, code="unstorable_text", param=param,
+                     message=f"expected {EXPECTED}; got {what} in {where}")
 
 
 def _replay(first: Message, receive: Receive) -> Receive:
