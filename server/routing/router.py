@@ -11,6 +11,7 @@ leaf, the arguments follow under the leaf's JSON-schema constraint (`_arguments`
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -97,6 +98,16 @@ class EngineRouter:
             if options.abstention is None or evidence is None:
                 raise ValueError("the abstention check needs its options and leaf evidence")
             self.abstention = AbstentionCheck(engine, options.abstention, evidence)
+        # Each source the plan can list, by the part built above that answers for it.
+        self._steps: dict[StepSource, Callable[[RoutingRequest], MenuStep | Passed | None]] = {
+            StepSource.MEMO: self._waiting, StepSource.PLAIN: self._plain}
+        for source, part in ((StepSource.UNWINDING, self.unwinder),
+                             (StepSource.SPECULATION, self.speculator),
+                             (StepSource.ABSTAINED, self.abstention)):
+            if part is not None:
+                self._steps[source] = part.step
+        if self.policy is not None:
+            self._steps[StepSource.GUIDED] = self.policy.decide
 
     def route(self, request: RoutingRequest) -> Decision:
         step = self.menu_step(request)
@@ -134,20 +145,13 @@ class EngineRouter:
         raise RuntimeError(f"routing plan {self.plan.describe()} decided nothing")
 
     def _step(self, source: StepSource, request: RoutingRequest) -> MenuStep | Passed | None:
-        if source is StepSource.MEMO:
-            return self._waiting(request)
-        if source is StepSource.UNWINDING:
-            assert self.unwinder is not None
-            return self.unwinder.step(request)
-        if source is StepSource.SPECULATION:
-            assert self.speculator is not None
-            return self.speculator.step(request)
-        if source is StepSource.ABSTAINED:
-            assert self.abstention is not None
-            return self.abstention.step(request)
-        if source is StepSource.GUIDED:
-            assert self.policy is not None
-            return self.policy.decide(request)
+        step = self._steps.get(source)
+        if step is None:  # our bug: the plan lists a source this router built no part for
+            raise RuntimeError(f"routing plan {self.plan.describe()} lists {source.value}, "
+                               "which this router cannot answer")
+        return step(request)
+
+    def _plain(self, request: RoutingRequest) -> MenuStep:
         result = self.engine.choose(request.prompt, request.menu.options)
         return MenuStep(result.choice, result.probabilities, result.margin, result.usage,
                         {"margin": result.margin})
