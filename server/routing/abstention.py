@@ -42,6 +42,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
+from stackroute.server.routing.calibration_file import read_section
 from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.recovery import MenuStep
@@ -234,11 +235,7 @@ class CalibratedCheck:
 def read_abstention(path: Path) -> CalibratedCheck | None:
     """The `abstention` object of a calibration file, None where it has none (a model not
     fitted for it)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: expected a calibration file (JSON): {e}") from e
-    section = data.get("abstention") if isinstance(data, dict) else None
+    section = read_section(path, "abstention")
     if section is None:
         return None
     if not isinstance(section, dict) or not isinstance(section.get("options"), dict) \

@@ -21,6 +21,7 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
+from stackroute.server.routing.calibration_file import read_section
 from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
@@ -61,24 +62,16 @@ def load_recovery_options(model: str, *, directory: Path | None = None) -> Recov
 
 
 def read_calibration(path: Path) -> RecoveryOptions:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        options = data["options"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InputError(f"{path}: expected a calibration file with an 'options' object: {e}"
-                         ) from e
+    options = read_section(path, "options")
     if not isinstance(options, dict):
-        raise InputError(f"{path}: 'options' must be an object, got {type(options).__name__}")
+        raise InputError(f"{path}: expected a calibration file with an 'options' object, got "
+                         f"{'none' if options is None else type(options).__name__}")
     return RecoveryOptions.from_dict(options)
 
 
 def read_argument_values(path: Path) -> ArgumentValues | None:
     """The calibration's `arguments.values` (None where it says nothing)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: expected a calibration file (JSON): {e}") from e
-    arguments = data.get("arguments") if isinstance(data, dict) else None
+    arguments = read_section(path, "arguments")
     if arguments is None:
         return None
     values = arguments.get("values") if isinstance(arguments, dict) else None
