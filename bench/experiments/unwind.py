@@ -185,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-argument-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/out/unwind"))
-    parser.add_argument("--smoke", action="store_true", help="2 queries, short arguments")
+    parser.add_argument("--smoke", action="store_true",
+                        help="1 query on overlap-16, short arguments")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.limit, args.max_argument_tokens = 2, 16
+        args.limit, args.size, args.max_argument_tokens = 1, 16, 16
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     git = git_state()
 
