@@ -11,23 +11,13 @@ from rich.markup import escape
 from rich.table import Table
 from stackroute.runtime.errors import InputError
 from stackroute.server.commands.common import (
-    BaseUrlOpt,
-    ChatTemplateOpt,
-    DtypeOpt,
-    EngineArgOpt,
-    EngineFlags,
-    EngineOpt,
     JsonOpt,
-    ModelOpt,
-    RemoteConstraintsOpt,
-    ServedModelNameOpt,
     console,
     fail,
     load_tree,
-    make_engine,
     print_json,
 )
-from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
+from stackroute.server.commands.option_groups import EngineChoice, with_option_groups
 
 QueriesOpt = Annotated[Path, typer.Option(
     "--queries", help="dev queries, one JSON object a line (FORMAT.md): each with the gold "
@@ -44,14 +34,11 @@ ThresholdsOnlyOpt = Annotated[bool, typer.Option(
     "keeping the weights of --out where it exists, else of the model's shipped calibration")]
 
 
+@with_option_groups
 def calibrate(
     queries: QueriesOpt, catalog: CatalogOpt = None,
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
     out: OutOpt = None, limit: LimitOpt = None, thresholds_only: ThresholdsOnlyOpt = False,
-    dtype: DtypeOpt = DEFAULT_DTYPE, as_json: JsonOpt = False,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
+    *, engine: EngineChoice, as_json: JsonOpt = False,
 ) -> None:
     """Measure the guided policy's weights and thresholds for a model on dev queries, and
     write them as a calibration file for `--calibration` (or STACKROUTE_CALIBRATION)."""
@@ -74,9 +61,7 @@ def calibrate(
                              "paths (FORMAT.md)")
         check_gold_paths(tree, items, source=str(queries))
         require_embedder()
-        made = make_engine(engine, model, base_url, EngineFlags(
-            dtype=dtype, chat_template=chat_template, engine_args=tuple(engine_arg or ()),
-            served_model_name=served_model_name, remote_constraints=remote_constraints))
+        made = engine.make()
         name = made.info.model
         path = out or default_out(name)
         dev = Dataset(catalog.name.split(".")[0] or "dev", tree, items, PromptStyle())

@@ -9,21 +9,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 from stackroute.server.commands.common import (
-    BaseUrlOpt,
-    ChatTemplateOpt,
-    EngineArgOpt,
-    EngineFlags,
-    EngineOpt,
     JsonOpt,
-    ModelOpt,
-    RemoteConstraintsOpt,
-    ServedModelNameOpt,
     console,
     fail,
     load_tree,
-    make_engine,
     print_json,
 )
+from stackroute.server.commands.option_groups import EngineChoice, with_option_groups
 
 OverlapsOpt = Annotated[bool, typer.Option(
     "--overlaps/--no-overlaps", help="overlap checks with the embedding model (sibling and "
@@ -31,6 +23,7 @@ OverlapsOpt = Annotated[bool, typer.Option(
     "runtime lint, no torch")]
 
 
+@with_option_groups
 def lint(
     catalog: Path,
     overlaps: OverlapsOpt = True,
@@ -39,11 +32,7 @@ def lint(
         "report which branches attract wrong choices")] = None,
     limit: Annotated[int | None, typer.Option(
         "--limit", help="route at most N of the --queries")] = None,
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
-    as_json: JsonOpt = False,
+    *, engine: EngineChoice, as_json: JsonOpt = False,
 ) -> None:
     """Validate a catalog, print its statistics and every problem; exit 1 on errors."""
     from stackroute.runtime.errors import StackrouteError
@@ -53,11 +42,7 @@ def lint(
         confusion = None
         if queries is not None and not out["errors"]:
             confusion = _query_confusion(catalog, queries, limit=limit,
-                                         engine=make_engine(engine, model, base_url, EngineFlags(
-                                             chat_template=chat_template,
-                                             engine_args=tuple(engine_arg or ()),
-                                             served_model_name=served_model_name,
-                                             remote_constraints=remote_constraints)))
+                                         engine=engine.make())
     except StackrouteError as e:
         raise fail(e) from e
     if confusion is not None:
@@ -140,6 +125,7 @@ def _where(problem: dict[str, Any]) -> str:
     return f"{problem['path'] or '<root>'}: {problem['message']}"
 
 
+@with_option_groups
 def build_tree_cmd(
     flat_catalog: Path,
     out: Annotated[Path, typer.Option("-o", "--out", help="where to write the built catalog "
@@ -152,11 +138,7 @@ def build_tree_cmd(
     model_names: Annotated[bool, typer.Option(
         "--model-names/--word-names", help="name routers with the model (constrained to a "
         "short name pattern) or from their members' words (fast, no model)")] = False,
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
-    as_json: JsonOpt = False,
+    *, engine: EngineChoice, as_json: JsonOpt = False,
 ) -> None:
     """A tree from a flat catalog: leaves clustered by description into routers of
     min..max children, each router named from its members."""
@@ -165,10 +147,7 @@ def build_tree_cmd(
     from stackroute.server.tools.tree_builder import build_tree_file
 
     try:
-        namer = make_engine(engine, model, base_url, EngineFlags(
-            chat_template=chat_template, engine_args=tuple(engine_arg or ()),
-            served_model_name=served_model_name, remote_constraints=remote_constraints)) \
-            if model_names else None
+        namer = engine.make() if model_names else None
         with progress_bar("build-tree: embedding leaves") as bar:
             result = build_tree_file(flat_catalog, out, embedder=cached_embedder_with_progress(
                 bar), engine=namer, min_children=min_children, max_children=max_children,

@@ -9,72 +9,34 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.commands.common import (
-    AbstainOpt,
-    ArgumentValuesOpt,
-    BaseUrlOpt,
-    CalibrationOpt,
-    ChatTemplateOpt,
-    DraftTokensOpt,
-    DtypeOpt,
-    EngineArgOpt,
-    EngineFlags,
-    EngineOpt,
     JsonOpt,
-    ModelOpt,
-    NoSpecOpt,
-    PolicyOpt,
-    PromptOrderOpt,
-    RemoteConstraintsOpt,
     RoutingFlags,
-    ServedModelNameOpt,
-    ShortlistMarginOpt,
-    ShortlistOpt,
-    SpecOpt,
-    StringCharsOpt,
-    UnwindOpt,
     console,
     fail,
     load_tree,
-    make_engine,
     print_json,
 )
-from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
-from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
+from stackroute.server.commands.option_groups import EngineChoice, with_option_groups
 
 
+@with_option_groups
 def route(
     catalog: Path, query: str,
     node: Annotated[str, typer.Option("--node", help="router path to decide at")] = "",
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
-    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
-    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    no_speculation: NoSpecOpt = False, prompt_order: PromptOrderOpt = None,
-    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    *, engine: EngineChoice, routing: RoutingFlags,
     as_json: JsonOpt = False,
 ) -> None:
     """One routing decision at a node (the root by default), through the same route call as
     `/v1/route` (its router, its prompt limits: the settings' defaults). One decision is one
-    call, so there is nothing to speculate: `--no-speculation` changes nothing."""
+    call: the flags it shares with run and eval that speculate or unwind change nothing."""
     from stackroute.runtime.errors import StackrouteError
     from stackroute.server.service.route_call import RouteCall, RouteContext, route_once
 
     try:
-        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   no_speculation=no_speculation, prompt_order=prompt_order,
-                                   abstain=abstain,
-                                   argument_values=argument_values)
         tree = load_tree(catalog)
-        made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
-            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
-            remote_constraints=remote_constraints))
-        context = RouteContext.for_engine(made, flags.options_for(made))
+        made = engine.make()
+        context = RouteContext.for_engine(made, routing.options_for(made))
         result = route_once(tree, RouteCall(catalog=tree.name, node=node, task=query),
                             context)
     except StackrouteError as e:
@@ -92,6 +54,7 @@ def route(
     console.print(route_report(out, event.menu))
 
 
+@with_option_groups
 def run(
     catalog: Path, query: str,
     flat: Annotated[bool, typer.Option("--flat", help="the flat baseline: every leaf in one "
@@ -100,17 +63,7 @@ def run(
                                                "confirmation gate")] = False,
     trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
                                                     "(JSONL) here")] = None,
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
-    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
-    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
-    shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
-    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    *, engine: EngineChoice, routing: RoutingFlags,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a whole task through the stack machine."""
@@ -120,18 +73,9 @@ def run(
     from stackroute.server.routing.router import build_machine
 
     try:
-        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding, prompt_order=prompt_order,
-                                   shortlist=shortlist, shortlist_margin=shortlist_margin,
-                                   abstain=abstain,
-                                   argument_values=argument_values)
         tree = load_tree(catalog)
-        made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
-            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
-            remote_constraints=remote_constraints))
-        options = flags.options_for(made)
+        made = engine.make()
+        options = routing.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
         state = machine.start(query, is_flat=flat)
         machine.run(state)
@@ -166,21 +110,12 @@ def run(
     console.print(run_report(out, state.trace))
 
 
+@with_option_groups
 def eval_(
     catalog: Path, queries: Path,
     flat: Annotated[bool, typer.Option("--flat")] = False,
     limit: Annotated[int | None, typer.Option("--limit")] = None,
-    engine: EngineOpt = "transformers", model: ModelOpt = None, base_url: BaseUrlOpt = None,
-    dtype: DtypeOpt = DEFAULT_DTYPE, max_draft_tokens: DraftTokensOpt = DEFAULT_MAX_DRAFT_TOKENS,
-    max_string_chars: StringCharsOpt = DEFAULT_MAX_STRING_CHARS,
-    chat_template: ChatTemplateOpt = None, engine_arg: EngineArgOpt = None,
-    served_model_name: ServedModelNameOpt = None,
-    remote_constraints: RemoteConstraintsOpt = "auto",
-    policy: PolicyOpt = None, calibration: CalibrationOpt = None,
-    speculation: SpecOpt = None, no_speculation: NoSpecOpt = False,
-    unwinding: UnwindOpt = None, prompt_order: PromptOrderOpt = None,
-    shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
-    abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
+    *, engine: EngineChoice, routing: RoutingFlags,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy over a query file: success = the calls' paths equal the gold list. The route
@@ -193,17 +128,8 @@ def eval_(
     try:
         tree = load_tree(catalog)
         items = read_queries(queries, limit=limit)
-        flags = RoutingFlags.parse(policy=policy, calibration=calibration,
-                                   speculation=speculation, no_speculation=no_speculation,
-                                   unwinding=unwinding, prompt_order=prompt_order,
-                                   shortlist=shortlist, shortlist_margin=shortlist_margin,
-                                   abstain=abstain,
-                                   argument_values=argument_values)
-        made = make_engine(engine, model, base_url, EngineFlags(
-            dtype, max_draft_tokens, max_string_chars, chat_template=chat_template,
-            engine_args=tuple(engine_arg or ()), served_model_name=served_model_name,
-            remote_constraints=remote_constraints))
-        options = flags.options_for(made)
+        made = engine.make()
+        options = routing.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
     except StackrouteError as e:
         raise fail(e) from e
