@@ -57,6 +57,7 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.abstention import (
+    AbstentionCheck,
     AbstentionOptions,
     read_abstention,
     write_abstention,
@@ -107,6 +108,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="test: the probe alone (each request's first leaf and the check's "
                         "features, no arguments); both rows replayed from it with the "
                         "calibration's check (cheap where a full run is minutes)")
+    p.add_argument("--judge-evidence-leaf", action="store_true",
+                   help="with --fit or --probe-only: the probe's first leaf is the evidence's "
+                   "best leaf, judged with no routing call (what the check sees where the "
+                   "router follows its evidence; a 1.5B model's probe fits a CPU's time box)")
     p.add_argument("--probe", action="store_true",
                    help="test: run the router and the probe (no check needed yet); the "
                         "router+abstain row is the calibration's check replayed on the "
@@ -116,6 +121,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--fit fits on dev only (--split dev)")
     if args.refit is not None and not (args.fit or args.probe or args.probe_only):
         p.error("--refit goes with --fit, --probe or --probe-only")
+    if args.judge_evidence_leaf and not (args.fit or args.probe_only):
+        p.error("--judge-evidence-leaf goes with --fit or --probe-only")
     if args.smoke:
         args.no_seal, args.num_household, args.num_chatter = True, 2, 2
         args.num_services = 0
@@ -162,8 +169,17 @@ class KnownTexts:
             else self.base.embed(texts)
 
 
+def judge_evidence_leaf(check: AbstentionCheck, tree: Any, query: Query) -> dict[str, Any]:
+    """The probe's record where the first leaf is the evidence's best (no routing call)."""
+    best, _ = check.evidence.for_request(query.query).best()
+    x, usage = check.features(query.query, tree.node(best))
+    return {"leaf": best, "fit": check.options.fit(x), "abstain": True,
+            "features": x.to_dict(), "model_calls": usage.model_calls}
+
+
 def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, RouterOptions],
-              threshold: float, limit: int | None, sink: Any) -> list[dict[str, Any]]:
+              threshold: float, limit: int | None, sink: Any,
+              judge_only: AbstentionOptions | None = None) -> list[dict[str, Any]]:
     tree = build_tree(group.catalog)
     style = PromptStyle(max_description_chars=group.description_chars) \
         if group.description_chars else None
@@ -179,11 +195,22 @@ def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, Rou
         evidence = evidence_for_tree(tree, embedder)
     machines = {r: build_machine(tree, engine, options=o, evidence=evidence, style=style)
                 for r, o in rows.items()}
+    check = AbstentionCheck(engine, judge_only, evidence) if judge_only is not None else None
     records = []
     for n, raw in enumerate(group.queries[:limit]):
         query = Query.from_record(raw)
         alone = evidence_alone(evidence, query, threshold)
         records.append(_record(group, "evidence alone", query, alone, {}, 0.0, None))
+        if check is not None:
+            started = time.perf_counter()
+            verdict = judge_evidence_leaf(check, tree, query)
+            records.append(_record(group, PROBE, query, (), {
+                "model_calls": verdict["model_calls"]},
+                (time.perf_counter() - started) * 1000, verdict))
+            for r in records[-2:]:
+                sink.write(json.dumps(r) + "\n")
+            sink.flush()
+            continue
         for row, machine in machines.items():
             started = time.perf_counter()
             try:
@@ -266,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.groups and group.group.value not in args.groups.split(","):
                     continue
                 records += run_group(engine, embedder, group, rows, threshold, args.limit,
-                                     sink)
+                                     sink, probe if args.judge_evidence_leaf else None)
     result: dict[str, Any] = {
         "split": args.split, "seed": args.seed, "suite": suite.stem,
         "groups": {g.group.value: g.metadata for g in suite.groups},

@@ -161,8 +161,9 @@ class AbstentionCheck:
         """Only before a run's first call: a run that has called something is in scope."""
         return child is not None and child.is_leaf and not request.calls
 
-    def features(self, request: RoutingRequest, leaf: Node) -> tuple[AbstentionFeatures, Usage]:
-        result = self.engine.choose(judgement_prompt(request.task, leaf), (YES, NO))
+    def features(self, task: str, leaf: Node) -> tuple[AbstentionFeatures, Usage]:
+        """The check's inputs for calling `leaf` on `task`, and what asking the model cost."""
+        result = self.engine.choose(judgement_prompt(task, leaf), (YES, NO))
         usage = result.usage
         judge = _log_odds(result.probabilities)
         contrast = 0.0
@@ -174,7 +175,7 @@ class AbstentionCheck:
                 neutral = _log_odds(plain.probabilities)
                 self._neutral.put(leaf.path_str, neutral)
             contrast = judge - neutral
-        evidence = self.evidence.for_request(request.task)
+        evidence = self.evidence.for_request(task)
         top = evidence.top(2)
         row = evidence.index.paths.index(leaf.path_str) \
             if leaf.path_str in evidence.index.paths else -1
@@ -185,7 +186,7 @@ class AbstentionCheck:
 
     def verdict(self, request: RoutingRequest, leaf: Node) -> Verdict:
         """Whether the run calls `leaf` or stops; a stopped run is remembered for `step`."""
-        x, usage = self.features(request, leaf)
+        x, usage = self.features(request.task, leaf)
         fit = self.options.fit(x)
         verdict = Verdict(leaf=leaf.path_str, features=x, fit=fit,
                           is_abstaining=fit < self.options.threshold, usage=usage)

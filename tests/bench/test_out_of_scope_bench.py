@@ -68,3 +68,25 @@ def test_the_smoke_run_fits_and_reports(tmp_path: Path) -> None:
     assert written["abstention"]["options"] == result["fitted"]
     lines = (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()
     assert {json.loads(x)["row"] for x in lines} == {"probe", "evidence alone"}
+
+
+@pytest.mark.model
+def test_the_judge_only_probe_judges_the_evidence_leaf_with_no_routing_call(
+        tmp_path: Path) -> None:
+    from stackroute.bench.experiments.out_of_scope import main
+
+    out = tmp_path / "dev"
+    assert main(["--split", "dev", "--fit", "--judge-evidence-leaf", "--smoke",
+                 "--out", str(out)]) == 0
+    rows = [json.loads(x) for x in (out / "queries.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    probes = [r for r in rows if r["row"] == "probe"]
+    assert len(probes) == 4
+    for probe in probes:
+        assert probe["called"] == []
+        # the judge's question, and the content-free one the first time a leaf is judged
+        assert 1 <= probe["model_calls"] <= 2
+        assert set(probe["verdict"]["features"]) == {"judge", "contrast", "score", "margin"}
+    # the content-free question is asked once per leaf, whatever the request
+    num_leaves = len({p["verdict"]["leaf"] for p in probes})
+    assert sum(p["model_calls"] for p in probes) == len(probes) + num_leaves
