@@ -42,7 +42,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing.calibration_file import read_section
+from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.recovery import MenuStep
@@ -234,25 +234,28 @@ class CalibratedCheck:
 
 
 def read_abstention(path: Path) -> CalibratedCheck | None:
-    """The `abstention` object of a calibration file, None where it has none (a model not
-    fitted for it)."""
-    section = read_section(path, "abstention")
+    return check_of(CalibrationFile.read(path))
+
+
+def check_of(file: CalibrationFile) -> CalibratedCheck | None:
+    """The file's `abstention` object, None where it has none (a model not fitted for it)."""
+    section = file.section("abstention")
     if section is None:
         return None
     if not isinstance(section, dict) or not isinstance(section.get("options"), dict) \
             or not isinstance(section.get("is_default", True), bool):
-        raise InputError(f"{path}: 'abstention' must be an object with an 'options' object "
-                         "and a boolean 'is_default'")
+        raise InputError(f"{file.path}: 'abstention' must be an object with an 'options' "
+                         "object and a boolean 'is_default'")
     return CalibratedCheck(AbstentionOptions.from_dict(section["options"]),
                            section.get("is_default", True))
 
 
-def chosen_check(path: Path | None, abstain: bool | None) -> AbstentionOptions | None:
+def chosen_check(file: CalibrationFile | None, abstain: bool | None) -> AbstentionOptions | None:
     """The check a router uses: `abstain` True: the calibration's, where it has one; False:
     none; None: the calibration's where it says so (`is_default`)."""
-    if abstain is False or path is None:
+    if abstain is False or file is None:
         return None
-    check = read_abstention(path)
+    check = check_of(file)
     if check is None or (abstain is None and not check.is_default):
         return None
     return check.options

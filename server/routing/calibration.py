@@ -21,7 +21,7 @@ from typing import Any
 
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
-from stackroute.server.routing.calibration_file import read_section
+from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
@@ -62,16 +62,25 @@ def load_recovery_options(model: str, *, directory: Path | None = None) -> Recov
 
 
 def read_calibration(path: Path) -> RecoveryOptions:
-    options = read_section(path, "options")
+    return recovery_of(CalibrationFile.read(path))
+
+
+def recovery_of(file: CalibrationFile) -> RecoveryOptions:
+    """The file's `options`: the guided policy's recovery options."""
+    options = file.section("options")
     if not isinstance(options, dict):
-        raise InputError(f"{path}: expected a calibration file with an 'options' object, got "
-                         f"{'none' if options is None else type(options).__name__}")
+        raise InputError(f"{file.path}: expected a calibration file with an 'options' object, "
+                         f"got {'none' if options is None else type(options).__name__}")
     return RecoveryOptions.from_dict(options)
 
 
 def read_argument_values(path: Path) -> ArgumentValues | None:
-    """The calibration's `arguments.values` (None where it says nothing)."""
-    arguments = read_section(path, "arguments")
+    return argument_values_of(CalibrationFile.read(path))
+
+
+def argument_values_of(file: CalibrationFile) -> ArgumentValues | None:
+    """The file's `arguments.values` (None where it says nothing)."""
+    arguments = file.section("arguments")
     if arguments is None:
         return None
     values = arguments.get("values") if isinstance(arguments, dict) else None
@@ -79,7 +88,7 @@ def read_argument_values(path: Path) -> ArgumentValues | None:
         return ArgumentValues(str(values))
     except ValueError as e:
         allowed = ", ".join(v.value for v in ArgumentValues)
-        raise InputError(f"{path}: 'arguments.values' must be one of {allowed}, "
+        raise InputError(f"{file.path}: 'arguments.values' must be one of {allowed}, "
                          f"got {values!r}") from e
 
 
@@ -121,18 +130,19 @@ def router_options(model: str, *, policy: Policy | None = None,
         raise InputError(f"calibration file {path} does not exist")
     if path is None:
         path = find_calibration(model, directory)
+    file = None if path is None else CalibrationFile.read(path)  # read once
     if policy is None:
-        policy = Policy.PLAIN if path is None else Policy.GUIDED
+        policy = Policy.PLAIN if file is None else Policy.GUIDED
     if policy is Policy.PLAIN:
         options = RouterOptions(recovery=None, speculation=speculation, unwinding=unwinding,
                                 max_argument_tokens=max_argument_tokens)
     else:
         require_embedder()
-        recovery = RecoveryOptions() if path is None else read_calibration(path)
+        recovery = RecoveryOptions() if file is None else recovery_of(file)
         options = RouterOptions(recovery=recovery, speculation=speculation,
                                 unwinding=unwinding, max_argument_tokens=max_argument_tokens,
-                                calibration="built-in defaults" if path is None
-                                else path.name)
+                                calibration="built-in defaults" if file is None
+                                else file.path.name)
     # `abstain` None: the setting's; None there too: the calibration's fitted check where
     # the calibration turns it on (abstention.py; guided policy only).
     if abstain is None:
@@ -140,11 +150,11 @@ def router_options(model: str, *, policy: Policy | None = None,
     if options.recovery is not None:
         from stackroute.server.routing.abstention import chosen_check
 
-        options = replace(options, abstention=chosen_check(path, abstain))
+        options = replace(options, abstention=chosen_check(file, abstain))
     if argument_values is None:
         argument_values = ServerSettings.default("argument_values")
-    if argument_values is None and path is not None and options.recovery is not None:
-        argument_values = read_argument_values(path)
+    if argument_values is None and file is not None and options.recovery is not None:
+        argument_values = argument_values_of(file)
     options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,

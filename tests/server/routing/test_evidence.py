@@ -180,7 +180,7 @@ def test_calibration_rejects_unknown_options(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="evidence_wieght"):
         read_calibration(path)
     path.write_text("[]")
-    with pytest.raises(InputError, match="options"):
+    with pytest.raises(InputError, match="a JSON object"):
         read_calibration(path)
 
 
