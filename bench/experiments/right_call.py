@@ -7,7 +7,8 @@ selection), two modes side by side on the same queries and the same loaded engin
   `candidates` (routing/arguments: one constrained choice per value over the request's
   candidates, the product's), `generate` (the whole object under the leaf's JSON schema,
   the router's behaviour before issue 25; slow: its grammar compiles per leaf schema) and
-  `priors` (the top candidate by prior, no model call: what the model's choice adds).
+  `priors` (the product's `--argument-values priors`: the top candidate by prior, no model call
+  except a value with no candidate: what the model's choice adds).
 - `routing` (`--routing`): the product router from the root (`stackroute eval`'s options for
   the model: guided with its calibration where one ships, `--calibration none` for plain),
   then its arguments: routing success AND exact-call success.
@@ -32,24 +33,21 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     Constraint,
     Engine,
-    Generation,
-    MenuResult,
     SamplingOptions,
 )
 from stackroute.server.engines.registry import create_engine
 from stackroute.server.routing.arguments import ArgumentFiller
 from stackroute.server.routing.leaf_arguments import json_object
-from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import (
     ParamCounts,
@@ -81,28 +79,11 @@ def _candidates(engine: Engine, request: RoutingRequest, leaf: Node,
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 
-class _PriorsAlone:
-    """An engine stand-in for the `priors` method: every value choice is the candidate with
-    the highest prior (no model call); the free-text fallback writes nothing."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.info = engine.info
-
-    def choose(self, prompt: Any, options: Sequence[str], *,
-               option_bias: dict[str, float] | None = None) -> MenuResult:
-        bias = option_bias or {}
-        best = max(options, key=lambda o: bias.get(o, 0.0))
-        return MenuResult(choice=best, probabilities={o: float(o == best) for o in options},
-                          margin=0.0, usage=Usage())
-
-    def generate(self, prompt: Any, **_: Any) -> Generation:
-        return Generation(text="{}", finish_reason="stop", usage=Usage())
-
-
 def _priors(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict[str, Any], int]:
-    """The candidates' priors alone (what the model's choice starts from), no model call."""
-    filled = ArgumentFiller(cast(Engine, _PriorsAlone(engine))).fill(request, leaf)
-    return json_object(filled.text) or {}, 0
+    """The product's `priors` argument values: each value the candidate with the top prior, no
+    model call (only a value with no candidate falls back to the model's free JSON)."""
+    filled = ArgumentFiller(engine, values=ArgumentValues.PRIORS).fill(request, leaf)
+    return json_object(filled.text) or {}, filled.usage.model_calls
 
 
 METHODS: dict[str, Method] = {"candidates": _candidates, "generate": _generate,

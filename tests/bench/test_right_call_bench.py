@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from stackroute.bench.experiments.right_call import (
     SEAL_DIR,
-    _PriorsAlone,
     single_tool_queries,
     summarise,
 )
@@ -58,18 +57,6 @@ def test_only_single_tool_queries_with_gold_arguments_are_taken(tmp_path: Path) 
     # "c" has a gold arguments object, empty: the right call invents none
     assert [r["id"] for r in single_tool_queries(path, offset=0, limit=5)] == ["a", "c", "d"]
     assert [r["id"] for r in single_tool_queries(path, offset=2, limit=5)] == ["d"]
-
-
-def test_the_priors_method_takes_the_top_prior_without_a_model_call() -> None:
-    class Info:
-        info = "info"
-
-    priors = _PriorsAlone(Info())  # type: ignore[arg-type]
-    result = priors.choose("prompt", ["Asha", "500", "NONE"],
-                           option_bias={"Asha": 1.0, "500": 3.0, "NONE": 0.0})
-    assert result.choice == "500" and result.usage.model_calls == 0
-    assert result.probabilities == {"Asha": 0.0, "500": 1.0, "NONE": 0.0}
-    assert priors.generate("prompt").text == "{}"
 
 
 @pytest.mark.model
