@@ -34,6 +34,7 @@ from typing import Any
 
 from stackroute.bench.engines import add_engine_options, engine_from_args
 from stackroute.bench.environment import engine_environment, git_state
+from stackroute.bench.experiments.overturned import Paths, overturned
 from stackroute.bench.experiments.robust import Outcome, run_one
 from stackroute.bench.workloads.datasets import (
     SEAL_DESCRIPTION_CHARS,
@@ -98,10 +99,11 @@ class MiniLmAlone:
         return called == query.gold
 
 
-def evidence_alone(evidence: EvidenceSource, query: Query, threshold: float) -> bool:
+def evidence_alone(evidence: EvidenceSource, query: Query, threshold: float) -> Paths:
+    """What the evidence alone calls: its best leaf where it scores at least `threshold`."""
     best, score = evidence.for_request(query.query).best()
     report = evidence.index.report_paths[evidence.index.paths.index(best)]
-    return ((report,) if score >= threshold else ()) == query.gold
+    return (report,) if score >= threshold else ()
 
 
 def summarize(outcomes: Sequence[Outcome], queries: Sequence[Query]) -> dict[str, Any]:
@@ -147,7 +149,7 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
                 for r in rows}
     threshold = guided.recovery.out_of_scope_score if guided.recovery else 0.0
     outcomes: dict[str, list[Outcome]] = {r: [] for r in rows}
-    alone: list[bool] = []
+    alone: list[Paths] = []
     floor: list[bool] = []
     flat_queries = data.queries[:flat_limit]
     for n, query in enumerate(data.queries, 1):
@@ -164,13 +166,17 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
             out_queries.flush()
         log.info("%s %d/%d: %s evidence=%d", data.name, n, len(data.queries),
                  " ".join(f"{r}={int(outcomes[r][-1].result.is_success)}" for r in rows),
-                 alone[-1])
+                 alone[-1] == query.gold)
     table = {r: summarize(outcomes[r], flat_queries if r == "flat" else data.queries)
              for r in rows}
-    for r, right in zip(EVIDENCE_ROWS, (alone, floor), strict=True):
+    evidence_right = [a == q.gold for a, q in zip(alone, data.queries, strict=True)]
+    for r, right in zip(EVIDENCE_ROWS, (evidence_right, floor), strict=True):
         table[r] = {"success": sum(right) / max(len(right), 1), "model_calls_mean": 0.0}
+    against = {r: overturned((q.id, a, o.result.called, q.gold) for q, a, o in zip(
+        data.queries, alone, outcomes[r], strict=True)).to_dict()
+        for r in rows if r == "guided"}
     return {"num_queries": len(data.queries), "num_flat_queries": len(flat_queries),
-            "rows": table}
+            "rows": table, "overturned": against}
 
 
 def summarize_file(out: Path) -> dict[str, Any]:
@@ -224,6 +230,10 @@ def print_table(results: dict[str, Any]) -> None:
                   f"{num('args_success', '.3f'):>7}{num('out_of_scope_done', '.2f'):>6}"
                   f"{num('model_calls_mean', '.2f'):>7}{single:>16}"
                   f"{num('prefill_tokens_mean', '.0f'):>9}{num('wall_ms_p50', '.0f'):>9}")
+        for row, against in data.get("overturned", {}).items():
+            print(f"{name:<26}{row} overturned the evidence on {against['overturned']} of "
+                  f"{against['num_queries']}: right {against['right']}, wrong "
+                  f"{against['wrong']} (results.json lists them)")
 
 
 def evidence_only(args: argparse.Namespace, guided: RouterOptions) -> int:
@@ -238,7 +248,7 @@ def evidence_only(args: argparse.Namespace, guided: RouterOptions) -> int:
     for data in data_sets:
         evidence = evidence_for_tree(data.tree, embedder)
         minilm = MiniLmAlone(data.tree, embedder)
-        alone = [evidence_alone(evidence, q, threshold) for q in data.queries]
+        alone = [evidence_alone(evidence, q, threshold) == q.gold for q in data.queries]
         floor = [minilm.is_right(q) for q in data.queries]
         results["suites"][data.name] = {"num_queries": len(data.queries), "rows": {
             row: {"success": sum(right) / max(len(right), 1), "model_calls_mean": 0.0}
