@@ -272,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                         "every leaf costs 30-100 s a query on CPU)")
     parser.add_argument("--max-argument-tokens", type=int, default=384,
                         help="the product's default cap")
+    parser.add_argument("--calibration", type=Path, default=None,
+                        help="the guided row's calibration file (default: the model's shipped)")
     parser.add_argument("--out", type=Path, default=Path("bench/out/policy"))
     parser.add_argument("--rows", nargs="*", default=list(MODEL_ROWS),
                         help="model rows to run (plain on Seal-Tools loops on DONE/BACK for "
@@ -299,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     git = git_state()
     engine = engine_from_args(args)
-    guided = router_options(engine.info.model, policy=Policy.GUIDED)
+    guided = router_options(engine.info.model, policy=Policy.GUIDED,
+                            calibration=args.calibration)
     if args.evidence_only:
         return evidence_only(args, guided)
     embedder = shared_embedder()
