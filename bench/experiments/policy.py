@@ -29,6 +29,7 @@ import re
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -140,10 +141,11 @@ def run_dataset(engine: Any, embedder: Any, data: Dataset, guided: RouterOptions
     rows = [r for r in model_rows if not (is_seal and r == "flat")]
     plain = RouterOptions(recovery=None, speculation=DraftSource.OFF,
                           max_argument_tokens=max_argument_tokens)
+    # guided: the product's options for the model (its calibration's argument values,
+    # shortlists, ...), step by step so that every decision is the model's own
     options = {"flat": plain, "plain": plain,
-               "guided": RouterOptions(recovery=guided.recovery, speculation=DraftSource.OFF,
-                                       calibration=guided.calibration,
-                                       max_argument_tokens=max_argument_tokens)}
+               "guided": replace(guided, speculation=DraftSource.OFF,
+                                 max_argument_tokens=max_argument_tokens)}
     machines = {r: build_machine(data.tree, engine, is_flat=r == "flat", options=options[r],
                                  evidence=None if r == "flat" else evidence, style=data.style)
                 for r in rows}
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         data_sets = [d for d in data_sets if d.name in args.only]
     results: dict[str, Any] = {"environment": engine_environment(engine, git=git),
                                "command": " ".join(["stackroute bench policy", *(argv or [])]),
-                               "guided": guided.describe(),
+                               "guided": replace(guided, speculation=DraftSource.OFF).describe(),
                                "guided_options": guided.recovery.to_dict()
                                if guided.recovery else None, "suites": {}}
     with open(args.out / "queries.jsonl", "w", encoding="utf-8") as out_queries:
