@@ -6,7 +6,10 @@ where one ships), except for what is compared:
 - `--compare shortlist` (the default): every menu in full vs inner menus shortlisted where the
   evidence is sure (`server/routing/shortlist.py`), one side per `--margins` value, all in
   the product's prompt order;
-- `--compare order`: the root's menu after the request (request-first) vs before it.
+- `--compare order`: the root's menu after the request (request-first) vs before it;
+- `--compare release`: the product before issue 29 (`before`: request-first, full menus, the
+  model's argument values) vs issue 29's layout alone (`layout`: menu-first + shortlists) vs
+  the product now (`now`: `stackroute eval`'s options exactly; shared_prompt_sides.py).
 The model is loaded once; each side gets its own engine over the same weights, with its own
 prefix cache, and its own router pool (so no side's cache or contrasts help another). Per
 suite, the first query warms every side (not reported: "the second and later requests");
@@ -18,6 +21,7 @@ shortlisted and how often the model answered OTHER.
 
     stackroute bench shared-prompt --suites seal-test --limit 50 --warm root --out DIR
     stackroute bench shared-prompt --compare order --suites seal-test,cache-128,bank
+    stackroute bench shared-prompt --compare release --suites seal-test --limit 50 --warm root
     stackroute bench shared-prompt --smoke          # the bank example, 2 reported queries
 """
 
@@ -29,14 +33,19 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from stackroute.bench.experiments.shared_prompt_sides import (
+    Comparison,
+    SideSpec,
+    describe,
+    side_specs,
+)
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.menu import CompletionState
-from stackroute.runtime.prompt import PromptOrder
 from stackroute.runtime.state import RunState
 from stackroute.runtime.trace import EventKind
 from stackroute.runtime.tree import CapabilityTree
@@ -46,7 +55,6 @@ from stackroute.server.tools.evaluate import Query, read_queries, run_query, sco
 ROOT = Path(__file__).resolve().parents[2]
 SEAL_DIR = ROOT.parent / "shared" / "data" / "seal-tools"
 SUITE_NAMES = ("seal-test", "seal-dev", "cache-128", "bank", "overlap-32", "clean-32")
-COMPARISONS = ("shortlist", "order")
 
 
 @dataclass(frozen=True)
@@ -95,23 +103,6 @@ def _load_suite(name: str, *, count: int, seal_dir: Path) -> Suite:
     return Suite(name, build_tree(made.catalog), evenly(queries, count))
 
 
-@dataclass(frozen=True)
-class SideSpec:
-    """One side of a comparison: its label and how its router options differ."""
-
-    label: str
-    order: PromptOrder | None = None  # None: the product's
-    shortlist_margin: float | None = None  # None: shortlist off
-
-
-def side_specs(compare: str, margins: Sequence[float]) -> list[SideSpec]:
-    if compare == "order":
-        return [SideSpec(o.value, order=o) for o in (PromptOrder.REQUEST_FIRST,
-                                                     PromptOrder.MENU_FIRST)]
-    return [SideSpec("full")] + [SideSpec(f"shortlist-{m:g}", shortlist_margin=m)
-                                 for m in margins]
-
-
 def shortlist_counts(state: RunState) -> dict[str, int]:
     """Frames opened shortlisted, and routing answers OTHER (the full menu asked for)."""
     return {"shortlisted_frames": sum(1 for e in state.trace
@@ -126,17 +117,12 @@ def shortlist_counts(state: RunState) -> dict[str, int]:
 class Side:
     """One side: its engine (shared weights, own prefix cache) and router pool."""
 
-    def __init__(self, spec: SideSpec, engine: Any, options: Any) -> None:
+    def __init__(self, spec: SideSpec, engine: Any) -> None:
         from stackroute.server.routing.pool import RouterPool
-        from stackroute.server.routing.shortlist import ShortlistOptions
 
         self.label = spec.label
         self.engine = engine
-        options = replace(options, shortlist=None if spec.shortlist_margin is None else
-                          ShortlistOptions(margin=spec.shortlist_margin))
-        if spec.order is not None:
-            options = replace(options, prompt_order=spec.order)
-        self.pool = RouterPool(engine, options)
+        self.pool = RouterPool(engine, spec.options)
 
     def warm(self, tree: CapabilityTree, scope: WarmScope) -> dict[str, Any]:
         """What the service does when a catalog loads (`prefix_warming.py`)."""
@@ -200,7 +186,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rows = [r for r in rows if "side" in r and "index" in r]  # not the warm-on-load lines
     for suite in dict.fromkeys(r["suite"] for r in rows):
         mine_all = [r for r in rows if r["suite"] == suite and not r["is_warmup"]]
-        labels = list(dict.fromkeys(r["side"] for r in mine_all))
+        labels = side_order(r for r in rows if r["suite"] == suite)
         # Only queries every side finished (a run stopped midway leaves some unmatched).
         paired = {i for i, n in Counter(r["index"] for r in mine_all).items()
                   if n == len(labels)}
@@ -221,6 +207,15 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                  "wall_ms_p95", "model_calls_mean")}}
         out[suite] = entry
     return out
+
+
+def side_order(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The sides in the order they were built (the first is the baseline): query `index`
+    ran them rotated by `index`, so a row's side was built at `(position + index) % n`."""
+    rows = list(rows)
+    count = len({r["side"] for r in rows})
+    built = {r["side"]: (r["position"] + r["index"]) % count for r in rows if "position" in r}
+    return sorted(built, key=built.__getitem__)
 
 
 def side_summary(mine: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,26 +242,26 @@ def side_summary(mine: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def build_sides(specs: Sequence[SideSpec], model: str | None,
+def build_sides(compare: Comparison, margins: Sequence[float], model: str | None,
                 threads: int | None) -> list[Side]:
     from stackroute.server.engines.registry import create_engine
     from stackroute.server.engines.transformers_engine import TransformersEngine
-    from stackroute.server.routing.calibration import router_options
 
     first = create_engine("transformers", model=model, num_threads=threads)
     if not isinstance(first, TransformersEngine):
         raise TypeError(f"expected the transformers engine, got {type(first).__name__}")
-    options = router_options(first.info.model)
+    specs = side_specs(compare, first, margins)
     # The same weights, a prefix cache per side: no side warms another's prompts.
     engines = [first] + [TransformersEngine(loaded=first.loaded) for _ in specs[1:]]
-    return [Side(spec, engine, options) for spec, engine in zip(specs, engines, strict=True)]
+    return [Side(spec, engine) for spec, engine in zip(specs, engines, strict=True)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stackroute bench shared-prompt",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--compare", default="shortlist", choices=COMPARISONS,
-                        help="full menus vs shortlisted (per --margins), or the two orders")
+    parser.add_argument("--compare", default="shortlist", choices=[c.value for c in Comparison],
+                        help="full menus vs shortlisted (per --margins), the two orders, or "
+                             "the product before issue 29 vs its layout alone vs now")
     parser.add_argument("--margins", default="0.08",
                         help="comma-separated shortlist margins, one side each (shortlist)")
     parser.add_argument("--suites", default="seal-test,cache-128,bank",
@@ -306,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     margins = [float(m) for m in args.margins.split(",") if m]
-    sides = build_sides(side_specs(args.compare, margins), args.model, args.threads)
+    sides = build_sides(Comparison(args.compare), margins, args.model, args.threads)
     rows: list[dict[str, Any]] = []
     with open(out_dir / "items.jsonl", "a", encoding="utf-8") as out:
         for name in names:
@@ -314,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += run_suite(suite, sides, out, log=log, warm=WarmScope(args.warm))
     summary = {"command": " ".join(["stackroute bench shared-prompt", *(argv or sys.argv[1:])]),
                "model": sides[0].engine.info.model,
-               "routing": sides[0].pool.options.describe(),
+               "routing": {side.label: describe(side.pool.options) for side in sides},
                "wall_s": round(time.perf_counter() - started, 1),
                "suites": summarize(rows)}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n",

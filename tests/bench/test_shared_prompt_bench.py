@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.bench.experiments.shared_prompt import evenly, main, summarize
+from stackroute.bench.experiments.shared_prompt import evenly, main, side_order, summarize
 from stackroute.bench.suites.layouts import JSON_ANSWER, JsonProtocolLayout
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.governance import Limits
@@ -16,11 +16,14 @@ from stackroute.runtime.prompt import PromptOrder, PromptStyle
 from stackroute.runtime.state import RunState
 
 ROOT = Path(__file__).resolve().parents[2]
+SIDES = ["full", "shortlist-0.08"]
 
 
 def row(index: int, side: str, *, wall_ms: float, prefill: int, called: list[str],
         success: bool = True, is_warmup: bool = False, other: int = 0) -> dict[str, Any]:
+    position = (SIDES.index(side) - index) % len(SIDES)  # rotated as run_suite does
     return {"suite": "s", "index": index, "side": side, "is_warmup": is_warmup,
+            "position": position,
             "wall_ms": wall_ms, "called": called, "success": success, "args_success": False,
             "usage": {"prompt_tokens": 100, "prefill_tokens": prefill, "cached_tokens": 0,
                       "model_calls": 2},
@@ -50,6 +53,14 @@ def test_summary_skips_warmups_and_warm_lines_and_gives_ratios() -> None:
     assert (entry["num_items"], versus["same_calls"]) == (2, 1)
     assert versus["ratio_prefill_tokens_mean"] == pytest.approx(0.4)
     assert versus["ratio_wall_ms_p50"] == pytest.approx(0.3)
+    assert list(entry["by_side"]) == SIDES  # the baseline first, whichever ran first
+
+
+def test_side_order_undoes_the_rotation() -> None:
+    sides = ["before", "layout", "now"]
+    rows = [{"side": side, "index": index, "position": (sides.index(side) - index) % 3}
+            for index in (4, 5) for side in reversed(sides)]
+    assert side_order(rows) == sides
 
 
 def test_evenly_spreads_over_the_file_in_order() -> None:
@@ -68,18 +79,20 @@ def test_the_json_protocol_layout_keeps_the_menu_first_listing() -> None:
 
 
 @pytest.mark.model
-def test_smoke_runs_both_orders_on_the_bank_example(tmp_path: Path) -> None:
-    assert main(["--smoke", "--compare", "order", "--out", str(tmp_path),
+def test_smoke_runs_the_release_sides_on_the_bank_example(tmp_path: Path) -> None:
+    assert main(["--smoke", "--compare", "release", "--out", str(tmp_path),
                  "--threads", "1"]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     bank = summary["suites"]["bank"]
-    assert set(bank["by_side"]) == {"request-first", "menu-first"}
+    assert set(bank["by_side"]) == {"before", "layout", "now"}
     assert bank["num_items"] == 2
+    assert summary["routing"]["before"]["prompt_order"] == PromptOrder.REQUEST_FIRST.value
     # the root's menu is shared across requests only menu-first
-    new, old = bank["by_side"]["menu-first"], bank["by_side"]["request-first"]
+    new, old = bank["by_side"]["layout"], bank["by_side"]["before"]
     assert new["prefill_tokens_mean"] < old["prefill_tokens_mean"]
+    assert set(bank["vs_first"]) == {"layout", "now"}
     lines = (tmp_path / "items.jsonl").read_text().splitlines()
-    assert len(lines) == 6  # one warm-up query and two reported, each under both orders
+    assert len(lines) == 9  # one warm-up query and two reported, each under three sides
     # --from-items recomputes the same summary from the rows
     assert main(["--from-items", str(tmp_path / "items.jsonl")]) == 0
     again = json.loads((tmp_path / "summary-from-items.json").read_text())
