@@ -44,18 +44,28 @@ from pathlib import Path
 from typing import Any
 
 from stackroute.bench.environment import environment
-from stackroute.bench.peers.system import PassCounter, PeerSystem
+from stackroute.bench.peers.many import (
+    CARRIES_CACHE,
+    MANY_LEAVES,
+    SMOKE_REQUESTS,
+    WarmOnLoad,
+    many_workload,
+)
+from stackroute.bench.peers.many_tables import markdown_many
+from stackroute.bench.peers.system import PassCounter, PeerSystem, run_item
 from stackroute.bench.peers.tables import agreement, by_source, markdown, ratios, system_rows
 from stackroute.bench.peers.workload import (
     MAX_ARGUMENT_TOKENS,
-    WorkItem,
     argument_items,
     interleave,
     request_items,
 )
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
-DTYPES = ("float32", "bfloat16")  # NAME@PRECISION runs a system on that precision's model
+# NAME@PRECISION runs a system on that precision's model; auto: the product's choice for this
+# CPU (`cpu_dtype.resolve_dtype`: bfloat16 where the CPU multiplies it natively)
+DTYPES = ("float32", "bfloat16", "auto")
+WORKLOADS = ("mixed", "many")
 PACKAGES = {"ours": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
             "llama.cpp": "llama_cpp"}
 INSTALL_HINTS = {"outlines": "pip install 'outlines>=1.2' (the bench extra)",
@@ -67,7 +77,7 @@ INSTALL_HINTS = {"outlines": "pip install 'outlines>=1.2' (the bench extra)",
 class PeersOptions:
     num_requests: int = 8
     num_arguments: int = 8
-    num_leaves: int = 16
+    num_leaves: int | None = None  # mixed: 16; many: MANY_LEAVES
     systems: tuple[str, ...] = ("ours", "xgrammar", "outlines", "llama.cpp")
     num_threads: int = 2
     dtype: str = "float32"  # of the systems named without @PRECISION
@@ -78,6 +88,8 @@ class PeersOptions:
     is_warm_up: bool = True  # one decision and one argument call per system, untimed
     max_run_s: float | None = None  # no item starts after this (every system runs each item)
     command: str = ""
+    workload: str = "mixed"  # mixed: requests and argument cases; many: `peers/many.py`
+    warm: WarmOnLoad = WarmOnLoad.ROOT  # many: what each system computes at catalog load
 
 
 def split_system(name: str) -> tuple[str, str | None]:
@@ -136,6 +148,7 @@ def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
 def run_peers(options: PeersOptions) -> dict[str, Any]:
     """Run the workload through every installed system; the summary (and files in
     `options.out_dir`)."""
+    from stackroute.server.engines.cpu_dtype import resolve_dtype
     from stackroute.server.engines.model_store import load_model, resolve_model
     from stackroute.server.engines.rendering import ChatRenderer
 
@@ -146,14 +159,18 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
     models: dict[str, Any] = {}
 
     def load(dtype: str | None) -> Any:
-        dtype = dtype or options.dtype
+        dtype = resolve_dtype(dtype or options.dtype)  # one model for auto and what it means
         if dtype not in models:
             models[dtype] = load_model(resolve_model(options.model), dtype=dtype,
                                        num_threads=options.num_threads)
         return models[dtype]
 
     renderer = ChatRenderer(load(None).tokenizer)
-    requests = request_items(renderer, num_leaves=options.num_leaves,
+    if options.workload == "many":
+        return run_many_peers(options, renderer, build_systems(
+            names, load, num_threads=options.num_threads), skipped=skipped, environment=env,
+            started=started)
+    requests = request_items(renderer, num_leaves=options.num_leaves or 16,
                              num_requests=options.num_requests, seed=options.seed,
                              max_argument_tokens=options.max_argument_tokens)
     cases = argument_items(renderer, num_queries=options.num_arguments,
@@ -195,23 +212,39 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
     return summary
 
 
-def run_item(system: PeerSystem, item: WorkItem) -> list[dict[str, Any]]:
-    """One system's answers to an item's calls, in order, each timed on its own."""
-    out = []
-    for index, call in enumerate(item.calls):
+def run_many_peers(options: PeersOptions, renderer: Any, systems: Sequence[PeerSystem], *,
+                   skipped: dict[str, str], environment: dict[str, Any],
+                   started: float) -> dict[str, Any]:
+    """`--workload many` (`peers/many.py`): the summary (and files in `options.out_dir`)."""
+    from stackroute.bench.peers.many_run import run_many
+    from stackroute.bench.peers.many_tables import summarize_many
+
+    workload = many_workload(renderer, num_leaves=options.num_leaves or MANY_LEAVES,
+                             num_requests=options.num_requests, seed=options.seed,
+                             max_argument_tokens=options.max_argument_tokens)
+    all_calls = [c for item in (*workload.requests, workload.code_warm_up) for c in item.calls]
+    compile_ms = {}
+    for system in systems:
         t = time.perf_counter()
-        outcome = system.run(call)
-        latency_ms = (time.perf_counter() - t) * 1e3
-        out.append({"item_id": item.item_id, "source": item.source,
-                    "is_request": item.is_request, "call_index": index,
-                    "kind": call.kind.value, "system": system.name,
-                    "latency_ms": round(latency_ms, 3), "text": outcome.text,
-                    "forward_passes": outcome.forward_passes,
-                    "prefill_tokens": outcome.prefill_tokens,
-                    "prompt_tokens": len(call.prompt_ids),
-                    "generated_tokens": outcome.generated_tokens,
-                    "finish_reason": outcome.finish_reason, "gold": call.gold})
-    return out
+        system.prepare([*all_calls, workload.warm_call])
+        compile_ms[system.name] = round((time.perf_counter() - t) * 1e3, 1)
+    run = run_many(systems, workload, warm=options.warm, max_run_s=options.max_run_s)
+    names = [s.name for s in systems]
+    facts = {"command": options.command, "workload": "many", "catalog": workload.catalog,
+             "num_requests": options.num_requests, "num_requests_run": run.num_requests_run,
+             "num_shared_tokens": workload.num_shared_tokens, "warm": options.warm.value,
+             "warm_costs": {k: vars(v) for k, v in run.warm_costs.items()},
+             "carries_cache": {n: CARRIES_CACHE[split_system(n)[0]] for n in names},
+             "skipped": skipped, "num_threads": options.num_threads, "dtype": options.dtype,
+             "max_argument_tokens": options.max_argument_tokens, "compile_ms": compile_ms,
+             "prompt_id_mismatches": {s.name: s.num_prompt_mismatches for s in systems
+                                      if hasattr(s, "num_prompt_mismatches")},
+             "environment": environment}
+    summary = summarize_many(run.records, names, facts=facts)
+    summary["wall_s"] = round(time.perf_counter() - started, 1)
+    if options.out_dir is not None:
+        write(options.out_dir, run.records, summary)
+    return summary
 
 
 def summarize(records: Sequence[dict[str, Any]], systems: Sequence[str], *,
@@ -233,15 +266,28 @@ def write(out_dir: Path, records: Sequence[dict[str, Any]], summary: dict[str, A
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out_dir / "tables.md").write_text(markdown(summary))
+    (out_dir / "tables.md").write_text(render(summary))
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The summary's Markdown, for either workload."""
+    return markdown_many(summary) if summary.get("workload") == "many" else markdown(summary)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stackroute bench peers",
                                      description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", default="mixed", choices=WORKLOADS,
+                        help="mixed: requests and Seal-Tools argument cases, caches cleared "
+                        "once; many: many requests on one catalog in the product's prompt "
+                        "order, every cache kept across requests")
+    parser.add_argument("--warm", default=WarmOnLoad.ROOT.value,
+                        choices=[w.value for w in WarmOnLoad], help="many: what every system "
+                        "computes untimed at catalog load (root: the root menu's call)")
     parser.add_argument("--requests", type=int, default=8, help="cache-suite requests")
     parser.add_argument("--arguments", type=int, default=8, help="Seal-Tools argument cases")
-    parser.add_argument("--leaves", type=int, default=16, help="tools in the request catalog")
+    parser.add_argument("--leaves", type=int, default=None, help="tools in the request "
+                        f"catalog (default: 16; {MANY_LEAVES} with --workload many)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, from {', '.join(SYSTEMS)}")
     parser.add_argument("--threads", type=int, default=2)
@@ -251,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="model folder or GGUF (default: the "
                         "embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--smoke", action="store_true", help="1 request and 1 argument case")
+    parser.add_argument("--smoke", action="store_true", help="1 request and 1 argument case "
+                        f"({SMOKE_REQUESTS} requests with --workload many)")
     parser.add_argument("--max-argument-tokens", type=int, default=MAX_ARGUMENT_TOKENS,
                         help="an argument generation's token budget (default: the router's)")
     parser.add_argument("--max-run-s", type=float, default=None, help="start no item after "
@@ -265,16 +312,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     for name, why in missing.items():
         print(f"skipping {name}: {why}")
-    options = PeersOptions(num_requests=1 if args.smoke else args.requests,
+    smoke_requests = SMOKE_REQUESTS if args.workload == "many" else 1
+    options = PeersOptions(num_requests=smoke_requests if args.smoke else args.requests,
                            num_arguments=1 if args.smoke else args.arguments,
                            num_leaves=args.leaves, systems=systems, num_threads=args.threads,
                            dtype=args.dtype,
                            seed=args.seed, model=args.model, out_dir=args.out,
-                           max_run_s=args.max_run_s,
+                           max_run_s=args.max_run_s, workload=args.workload,
+                           warm=WarmOnLoad(args.warm),
                            max_argument_tokens=args.max_argument_tokens,
                            command=shlex.join(["stackroute", "bench", "peers", *argv]))
     summary = run_peers(options)
-    print(markdown(summary), end="")
+    print(render(summary), end="")
     return 0
 
 

@@ -8,12 +8,13 @@ schemas) outside the timed region, as a server would at catalog load.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from stackroute.bench.peers.workload import ModelCall
+from stackroute.bench.peers.workload import ModelCall, WorkItem
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,22 @@ class PassCounter:
             yield self
         finally:
             self._is_on = False
+
+
+def run_item(system: PeerSystem, item: WorkItem) -> list[dict[str, Any]]:
+    """One system's answers to an item's calls, in order, each timed on its own."""
+    out = []
+    for index, call in enumerate(item.calls):
+        t = time.perf_counter()
+        outcome = system.run(call)
+        latency_ms = (time.perf_counter() - t) * 1e3
+        out.append({"item_id": item.item_id, "source": item.source,
+                    "is_request": item.is_request, "call_index": index,
+                    "kind": call.kind.value, "system": system.name,
+                    "latency_ms": round(latency_ms, 3), "text": outcome.text,
+                    "forward_passes": outcome.forward_passes,
+                    "prefill_tokens": outcome.prefill_tokens,
+                    "prompt_tokens": len(call.prompt_ids),
+                    "generated_tokens": outcome.generated_tokens,
+                    "finish_reason": outcome.finish_reason, "gold": call.gold})
+    return out

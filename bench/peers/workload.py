@@ -14,6 +14,7 @@ peer given the same ids, or the text those ids decode to, reads the same prompt.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -52,7 +53,7 @@ class ModelCall:
     options: tuple[str, ...] = ()
     schema: Mapping[str, Any] | None = None
     max_tokens: int = MAX_DECISION_TOKENS  # a token-by-token system's budget for the answer
-    gold: str | None = None  # the teacher-forced answer of a decision (None for arguments)
+    gold: str | None = None  # a decision's teacher-forced answer; a request's arguments' JSON
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def route_calls(render: Any, tree: CapabilityTree, query: str, gold: str,
                                      request.arguments_prompt(child),
                                      schema=child.parameters or {"type": "object",
                                                                  "properties": {}},
-                                     max_tokens=max_argument_tokens))
+                                     max_tokens=max_argument_tokens,
+                                     gold=json.dumps(dict(gold_arguments), ensure_ascii=False)))
             return Decision(choice=choice, arguments=dict(gold_arguments))
 
     machine = StackMachine(tree, GoldRouter())
