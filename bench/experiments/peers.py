@@ -11,6 +11,9 @@ the transformers systems), the same thread count, greedy decoding under the same
   schema-constrained `generate` for arguments (`peers_ours.py`);
 - `xgrammar`: a hand-written greedy loop with xgrammar's matcher and bitmask and one KV slot
   reused across calls (`peers_xgrammar.py`): the strongest hand-built peer;
+- `ours-path` (named by hand): the same engine taking a request's calls as the product's
+  router does when it verifies a drafted path: the descent in one pass, the unwind in one
+  pass (`peers/ours.py`);
 - `outlines`: its `Literal[...]` choice and JSON-schema generation (`peers_outlines.py`);
 - `llama.cpp`: llama-cpp-python with GBNF and its slot's prefix reuse, on the shipped GGUF
   (`peers_llama.py`). A manual run: the package builds from source (over 10 minutes on 2
@@ -26,6 +29,16 @@ machine still ends with paired rows (every system ran every item that started). 
 
     stackroute bench peers --requests 8 --arguments 8 --out bench/results/<date>-cpu-peers
     stackroute bench peers --smoke      # 1 request, 1 argument case
+
+`--workload many` (`peers/many.py`) asks the across-requests question instead: many requests
+on one catalog (scale-up, 128 tools by default), in the product's menu-first prompt order,
+each system keeping its cache from one request to the next where it can (ours: its prefix
+cache; xgrammar: its slot's longest common prefix; llama.cpp: its slot; outlines keeps none),
+the catalog warmed on load untimed for every system (`--warm root`, as the product does; or
+`--warm none`), and the first request reported apart from the second and later:
+
+    stackroute bench peers --workload many --requests 20 --systems ours,xgrammar --dtype auto
+    stackroute bench peers --workload many --smoke    # 2 requests: the first and one later
 
 Writes calls.jsonl (one line per system per call), summary.json and tables.md in `--out`.
 """
@@ -62,15 +75,18 @@ from stackroute.bench.peers.workload import (
 )
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
+# run only when named: ours taking a request's calls at once, as the product's router does
+KNOWN_SYSTEMS = (*SYSTEMS, "ours-path")
 # NAME@PRECISION runs a system on that precision's model; auto: the product's choice for this
 # CPU (`cpu_dtype.resolve_dtype`: bfloat16 where the CPU multiplies it natively)
 DTYPES = ("float32", "bfloat16", "auto")
 WORKLOADS = ("mixed", "many")
-PACKAGES = {"ours": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
+PACKAGES = {"ours": "torch", "ours-path": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
             "llama.cpp": "llama_cpp"}
 INSTALL_HINTS = {"outlines": "pip install 'outlines>=1.2' (the bench extra)",
                  "llama.cpp": "pip install llama-cpp-python (a source build; a manual run)",
-                 "xgrammar": "pip install xgrammar", "ours": "pip install torch"}
+                 "xgrammar": "pip install xgrammar", "ours": "pip install torch",
+                 "ours-path": "pip install torch"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,7 @@ class PeersOptions:
     num_requests: int = 8
     num_arguments: int = 8
     num_leaves: int | None = None  # mixed: 16; many: MANY_LEAVES
-    systems: tuple[str, ...] = ("ours", "xgrammar", "outlines", "llama.cpp")
+    systems: tuple[str, ...] = SYSTEMS
     num_threads: int = 2
     dtype: str = "float32"  # of the systems named without @PRECISION
     seed: int = 0
@@ -105,10 +121,11 @@ def split_system(name: str) -> tuple[str, str | None]:
 def missing_systems(names: Sequence[str]) -> dict[str, str]:
     """{name: why it cannot run here} for the named systems whose package is missing; an
     unknown name (or precision) is a ValueError listing the known ones."""
-    unknown = [n for n in names if split_system(n)[0] not in SYSTEMS]
+    unknown = [n for n in names if split_system(n)[0] not in KNOWN_SYSTEMS]
     if unknown:
-        raise ValueError(f"unknown system(s) {', '.join(unknown)}; known: {', '.join(SYSTEMS)}"
-                         " (each optionally @float32 or @bfloat16)")
+        raise ValueError(f"unknown system(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(KNOWN_SYSTEMS)} (each optionally @float32, @bfloat16 "
+                         "or @auto)")
     bad = [n for n in names if split_system(n)[1] not in (None, *DTYPES)]
     if bad:
         raise ValueError(f"unknown precision in {', '.join(bad)}; known: {', '.join(DTYPES)}")
@@ -130,6 +147,9 @@ def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
         if base == "ours":
             from stackroute.bench.peers.ours import OursSystem
             system = OursSystem(loaded)
+        elif base == "ours-path":
+            from stackroute.bench.peers.ours import OursPathSystem
+            system = OursPathSystem(loaded)
         elif base == "xgrammar":
             from stackroute.bench.peers.xgrammar_peer import XgrammarSystem
             system = XgrammarSystem(loaded)
@@ -289,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=None, help="tools in the request "
                         f"catalog (default: 16; {MANY_LEAVES} with --workload many)")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
-                        help=f"comma-separated, from {', '.join(SYSTEMS)}")
+                        help=f"comma-separated, from {', '.join(KNOWN_SYSTEMS)}")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", default="float32", choices=DTYPES,
                         help="precision of the systems named without @PRECISION")

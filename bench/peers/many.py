@@ -49,6 +49,8 @@ SMOKE_REQUESTS = 2  # the first (reported apart) and one later request
 CARRIES_CACHE = {
     "ours": "yes: the engine's prefix cache (a radix tree over token ids, LRU, bounded by "
             "bytes), never cleared between requests",
+    "ours-path": "yes: as ours (the same engine, a request's descent and unwind each in one "
+                 "pass)",
     "xgrammar": "yes: one KV slot cropped to its longest common prefix with the next prompt "
                 "(our hand-built loop; what a careful user of transformers + xgrammar "
                 "writes), never cleared between requests",

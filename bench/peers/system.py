@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from stackroute.bench.peers.workload import ModelCall, WorkItem
 
@@ -77,13 +77,34 @@ class PassCounter:
             self._is_on = False
 
 
-def run_item(system: PeerSystem, item: WorkItem) -> list[dict[str, Any]]:
-    """One system's answers to an item's calls, in order, each timed on its own."""
+@runtime_checkable
+class RequestSystem(Protocol):
+    """A system that takes a request's calls together (`ours-path`): each call's outcome and
+    the wall time charged to it."""
+
+    def run_request(self, calls: Sequence[ModelCall]) -> list[tuple[CallOutcome, float]]:
+        ...
+
+
+def timed_calls(system: PeerSystem, item: WorkItem) -> list[tuple[CallOutcome, float]]:
+    """(outcome, latency_ms) per call: one call at a time, or the request at once where the
+    system takes it so."""
+    if item.is_request and isinstance(system, RequestSystem):
+        return system.run_request(item.calls)
     out = []
-    for index, call in enumerate(item.calls):
+    for call in item.calls:
         t = time.perf_counter()
         outcome = system.run(call)
-        latency_ms = (time.perf_counter() - t) * 1e3
+        out.append((outcome, (time.perf_counter() - t) * 1e3))
+    return out
+
+
+def run_item(system: PeerSystem, item: WorkItem) -> list[dict[str, Any]]:
+    """One system's answers to an item's calls, in order, each timed on its own (a request
+    system's group wall time charged to the group's first call)."""
+    out = []
+    for index, (call, (outcome, latency_ms)) in enumerate(
+            zip(item.calls, timed_calls(system, item), strict=True)):
         out.append({"item_id": item.item_id, "source": item.source,
                     "is_request": item.is_request, "call_index": index,
                     "kind": call.kind.value, "system": system.name,

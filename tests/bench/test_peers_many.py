@@ -132,12 +132,19 @@ def test_the_smoke_size_runs_through_the_command_line(tmp_path: Path) -> None:
     from stackroute.bench.experiments.peers import main
 
     out = tmp_path / "many"
-    assert main(["--workload", "many", "--smoke", "--systems", "ours,xgrammar",
+    assert main(["--workload", "many", "--smoke", "--systems", "ours,ours-path,xgrammar",
                  "--leaves", "16", "--max-argument-tokens", "16", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["num_requests_run"] == 2 and summary["workload"] == "many"
-    for system in ("ours", "xgrammar"):
+    for system in ("ours", "ours-path", "xgrammar"):
         assert summary["requests"]["first"][system]["n"] == 1
         assert summary["requests"]["later"][system]["n"] == 1
         assert summary["warm_costs"][system]["prefill_tokens"] > 0
     assert "request_later_p50" in summary["ratios"]
+    # ours-path answers every call under the same prompt, in fewer passes
+    records = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
+    answers = {s: [r["text"] for r in records if r["system"] == s and r["kind"] == "decision"]
+               for s in ("ours", "ours-path")}
+    assert answers["ours-path"] == answers["ours"]
+    later = summary["requests"]["later"]
+    assert later["ours-path"]["forward_passes_mean"] < later["ours"]["forward_passes_mean"]
