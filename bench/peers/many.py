@@ -93,8 +93,11 @@ def warm_call(render: Any, tree: CapabilityTree) -> ModelCall:
 
 
 def common_prefix(ids: Sequence[Sequence[int]]) -> int:
-    """>>> common_prefix([[1, 2, 3], [1, 2, 4], [1, 2]])
-    2"""
+    """How many leading ids every sequence shares.
+
+    >>> common_prefix([[1, 2, 3], [1, 2, 4], [1, 2]])
+    2
+    """
     if not ids:
         return 0
     n = min(len(i) for i in ids)
