@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stackroute.bench.peers.tables import Record, ratios, system_rows
+from stackroute.bench.peers.tables import Record, number, ratio_lines, ratios, system_rows
 from stackroute.bench.suites.aggregate import percentile
 
 PHASES = ("first", "later")  # the first timed request; the second and later
@@ -98,9 +98,9 @@ def markdown_many(summary: Mapping[str, Any]) -> str:
         for system in systems:
             row = summary["requests"][phase][system]
             lines.append("| " + " | ".join([
-                system, str(row["n"]), _num(row["p50"]), _num(row["p95"]),
-                _num(row["prefill_tokens_mean"], 1), _num(row["prompt_tokens_mean"], 1),
-                _num(row["forward_passes_mean"], 2),
+                system, str(row["n"]), number(row["p50"]), number(row["p95"]),
+                number(row["prefill_tokens_mean"], 1), number(row["prompt_tokens_mean"], 1),
+                number(row["forward_passes_mean"], 2),
                 f"{row['decisions_on_gold']}/{row['num_decisions']}",
                 f"{row['arguments_on_gold']}/{row['num_arguments']}",
                 f"{row['requests_routed_on_gold']}/{row['n']}"]) + " |")
@@ -111,27 +111,18 @@ def markdown_many(summary: Mapping[str, Any]) -> str:
     for kind, rows in summary["later_calls"].items():
         for system in systems:
             row = rows[system]
-            lines.append(f"| {system} | {kind} | {row['n']} | {_num(row['p50'])} | "
-                         f"{_num(row['p95'])} | {_num(row['forward_passes_mean'], 2)} | "
-                         f"{_num(row['prefill_tokens_mean'], 1)} |")
+            lines.append(f"| {system} | {kind} | {row['n']} | {number(row['p50'])} | "
+                         f"{number(row['p95'])} | {number(row['forward_passes_mean'], 2)} | "
+                         f"{number(row['prefill_tokens_mean'], 1)} |")
     lines.append("")
-    if summary["ratios"]:
-        lines += ["### Ours / best peer, whole requests (below 1: ours is faster)", "",
-                  "| statistic | ours ms | best peer | its ms | ratio |", "|---|---|---|---|---|"]
-        for key, r in summary["ratios"].items():
-            lines.append(f"| {key} | {_num(r['ours_ms'])} | {r['best_peer']} | "
-                         f"{_num(r['best_peer_ms'])} | {r['ratio']:.2f} |")
-        lines.append("")
+    lines += ratio_lines(summary["ratios"], "Ours / best peer, whole requests")
     lines += ["### Caches across requests, and warming the catalog (untimed)", "",
               "| system | carries its cache across requests | warm-up ms | warm-up prefilled "
               "tokens |", "|---|---|---|---|"]
     for system in systems:
         cost = summary["warm_costs"].get(system)
         lines.append(f"| {system} | {summary['carries_cache'][system]} | "
-                     f"{_num(cost['latency_ms']) if cost else '–'} | "
+                     f"{number(cost['latency_ms']) if cost else '–'} | "
                      f"{cost['prefill_tokens'] if cost else '–'} |")
     return "\n".join(lines) + "\n"
 
-
-def _num(value: float | None, digits: int = 0) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"

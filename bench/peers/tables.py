@@ -153,10 +153,10 @@ def markdown(summary: Mapping[str, Any]) -> str:
                   "|" + "---|" * len(head)]
         for system in systems:
             row = rows[system]
-            cells = [system, str(row["n"]), _num(row["p50"]), _num(row["p95"]),
-                     _num(row["forward_passes_mean"], 2), _num(row["prefill_tokens_mean"], 1)]
+            cells = [system, str(row["n"]), number(row["p50"]), number(row["p95"]),
+                     number(row["forward_passes_mean"], 2), number(row["prefill_tokens_mean"], 1)]
             if table == "arguments":
-                cells += [_num(row["tokens_per_pass"], 2), str(row["at_token_cap"]),
+                cells += [number(row["tokens_per_pass"], 2), str(row["at_token_cap"]),
                           f"{row['valid_json']}/{row['n']}"]
             if table == "decision":
                 cells.append(f"{row['gold_agreement']}/{row['n']}")
@@ -169,16 +169,10 @@ def markdown(summary: Mapping[str, Any]) -> str:
                   "|---|" + "---|" * len(systems)]
         for source, per_system in sources.items():
             lines.append(f"| {source} | " + " | ".join(
-                f"{_num(per_system[s]['p50'])} / {_num(per_system[s]['p95'])} "
+                f"{number(per_system[s]['p50'])} / {number(per_system[s]['p95'])} "
                 f"({per_system[s]['n']})" for s in systems) + " |")
         lines.append("")
-    if summary["ratios"]:
-        lines += ["### Ours / best peer (below 1: ours is faster)", "",
-                  "| statistic | ours ms | best peer | its ms | ratio |", "|---|---|---|---|---|"]
-        for key, r in summary["ratios"].items():
-            lines.append(f"| {key} | {_num(r['ours_ms'])} | {r['best_peer']} | "
-                         f"{_num(r['best_peer_ms'])} | {r['ratio']:.2f} |")
-        lines.append("")
+    lines += ratio_lines(summary["ratios"], "Ours / best peer")
     agree = summary["agreement"]
     lines.append(f"Decisions on which every system agrees: {agree['num_decisions_all_agree']}"
                  f"/{agree['num_decisions']}.")
@@ -207,5 +201,17 @@ def _is_json_object(text: str) -> bool:
     return isinstance(_parsed(text), dict)
 
 
-def _num(value: float | None, digits: int = 0) -> str:
+def ratio_lines(ratios: Mapping[str, Any], title: str) -> list[str]:
+    """The markdown table of `ratios()` under `### title` (nothing when there are none)."""
+    if not ratios:
+        return []
+    lines = [f"### {title} (below 1: ours is faster)", "",
+             "| statistic | ours ms | best peer | its ms | ratio |", "|---|---|---|---|---|"]
+    for key, r in ratios.items():
+        lines.append(f"| {key} | {number(r['ours_ms'])} | {r['best_peer']} | "
+                     f"{number(r['best_peer_ms'])} | {r['ratio']:.2f} |")
+    return [*lines, ""]
+
+
+def number(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
