@@ -194,7 +194,7 @@ def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, Rou
     else:
         evidence = evidence_for_tree(tree, embedder)
     machines = {r: build_machine(tree, engine, options=o, evidence=evidence, style=style)
-                for r, o in rows.items()}
+                for r, o in rows.items()} if judge_only is None else {}  # judged, not routed
     check = AbstentionCheck(engine, judge_only, evidence) if judge_only is not None else None
     records = []
     for n, raw in enumerate(group.queries[:limit]):
