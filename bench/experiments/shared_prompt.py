@@ -154,7 +154,10 @@ class Side:
 
 
 def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
-              warm: WarmScope = WarmScope.OFF) -> list[dict[str, Any]]:
+              warm: WarmScope = WarmScope.OFF,
+              finished: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+    """Run every side on each query, rotating which goes first; reported queries whose index
+    is in `finished` (an earlier, stopped run's) are skipped, warm-up queries never are."""
     rows: list[dict[str, Any]] = []
     for side in sides:
         warmed = side.warm(suite.tree, warm)
@@ -162,6 +165,8 @@ def run_suite(suite: Suite, sides: Sequence[Side], out: Any, *, log: Any,
             out.write(json.dumps({"suite": suite.name, "warm": warm.value, **warmed}) + "\n")
             log(f"{suite.name} warmed ({side.label}): {warmed['warm_ms']:.0f} ms")
     for index, query in enumerate(suite.queries):
+        if index in finished and index >= suite.num_warmup:
+            continue
         shift = index % len(sides)
         ordered = list(sides[shift:]) + list(sides[:shift])
         for position, side in enumerate(ordered):
@@ -207,6 +212,15 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                  "wall_ms_p95", "model_calls_mean")}}
         out[suite] = entry
     return out
+
+
+def finished_indices(rows: Iterable[dict[str, Any]], suite: str,
+                     num_sides: int) -> frozenset[int]:
+    """Indices of `suite`'s reported queries that all `num_sides` sides finished."""
+    counts = Counter(r["index"] for r in rows
+                     if r.get("suite") == suite and "side" in r and "index" in r
+                     and not r["is_warmup"])
+    return frozenset(i for i, n in counts.items() if n == num_sides)
 
 
 def side_order(rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -279,6 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-items", type=Path, default=None,
                         help="only summarise a run's items.jsonl (one stopped early, too) "
                              "into summary-from-items.json beside it")
+    parser.add_argument("--resume", action="store_true",
+                        help="append to --out's items.jsonl, skipping the queries every side "
+                             "already finished there (the same --compare, --suites, --limit)")
     args = parser.parse_args(argv)
     if args.from_items is not None:
         stored = [json.loads(line) for line in
@@ -302,11 +319,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     margins = [float(m) for m in args.margins.split(",") if m]
     sides = build_sides(Comparison(args.compare), margins, args.model, args.threads)
-    rows: list[dict[str, Any]] = []
-    with open(out_dir / "items.jsonl", "a", encoding="utf-8") as out:
+    items = out_dir / "items.jsonl"
+    stored = ([json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()
+               if line.strip()] if args.resume and items.exists() else [])
+    rows = [r for r in stored if "side" in r and not r["is_warmup"]]
+    with open(items, "a", encoding="utf-8") as out:
         for name in names:
             suite = load_suite(name, limit=limit, num_warmup=args.warmup_queries)
-            rows += run_suite(suite, sides, out, log=log, warm=WarmScope(args.warm))
+            finished = finished_indices(stored, name, len(sides))
+            if finished:
+                log(f"{name}: resuming, {len(finished)} queries already finished")
+            rows = [r for r in rows if r["suite"] != name or r["index"] in finished]
+            rows += run_suite(suite, sides, out, log=log, warm=WarmScope(args.warm),
+                              finished=finished)
     summary = {"command": " ".join(["stackroute bench shared-prompt", *(argv or sys.argv[1:])]),
                "model": sides[0].engine.info.model,
                "routing": {side.label: describe(side.pool.options) for side in sides},

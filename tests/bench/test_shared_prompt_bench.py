@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.bench.experiments.shared_prompt import evenly, main, side_order, summarize
+from stackroute.bench.experiments.shared_prompt import (Suite, evenly, finished_indices, main,
+                                                        run_suite, side_order, summarize)
 from stackroute.bench.suites.layouts import JSON_ANSWER, JsonProtocolLayout
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.governance import Limits
@@ -54,6 +55,45 @@ def test_summary_skips_warmups_and_warm_lines_and_gives_ratios() -> None:
     assert versus["ratio_prefill_tokens_mean"] == pytest.approx(0.4)
     assert versus["ratio_wall_ms_p50"] == pytest.approx(0.3)
     assert list(entry["by_side"]) == SIDES  # the baseline first, whichever ran first
+
+
+class CountingSide:
+    """A side that records which queries it ran (run_suite needs only these three)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.ran = label, []
+
+    def warm(self, tree: Any, scope: Any) -> dict[str, Any]:
+        return {}
+
+    def run(self, tree: Any, query: Any) -> dict[str, Any]:
+        self.ran.append(query)
+        return {"side": self.label, "wall_ms": 1.0, "success": True,
+                "usage": {"prefill_tokens": 1}}
+
+
+def test_a_resumed_run_skips_what_every_side_finished_but_never_the_warm_up() -> None:
+    stopped = [row(0, "full", wall_ms=1, prefill=1, called=[], is_warmup=True),
+               row(0, "shortlist-0.08", wall_ms=1, prefill=1, called=[], is_warmup=True),
+               row(1, "full", wall_ms=1, prefill=1, called=[]),
+               row(1, "shortlist-0.08", wall_ms=1, prefill=1, called=[]),
+               row(2, "shortlist-0.08", wall_ms=1, prefill=1, called=[])]  # stopped here
+    finished = finished_indices(stopped, "s", len(SIDES))
+    assert finished == {1} and finished_indices(stopped, "other", len(SIDES)) == set()
+    sides = [CountingSide(label) for label in SIDES]
+    suite = Suite(name="s", tree=None, queries=["q0", "q1", "q2", "q3"])  # type: ignore[arg-type]
+    written: list[str] = []
+
+    class Sink:
+        def write(self, text: str) -> None:
+            written.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    rows = run_suite(suite, sides, Sink(), log=lambda line: None, finished=finished)
+    assert [side.ran for side in sides] == [["q0", "q2", "q3"]] * 2
+    assert sorted({r["index"] for r in rows}) == [0, 2, 3] and len(written) == 6
 
 
 def test_side_order_undoes_the_rotation() -> None:
