@@ -214,12 +214,16 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def reported_rows(rows: Iterable[dict[str, Any]], suite: str) -> list[dict[str, Any]]:
+    """`suite`'s rows of reported queries (not warm-up queries, not warm-on-load lines)."""
+    return [r for r in rows if r.get("suite") == suite and "side" in r and "index" in r
+            and not r["is_warmup"]]
+
+
 def finished_indices(rows: Iterable[dict[str, Any]], suite: str,
                      num_sides: int) -> frozenset[int]:
     """Indices of `suite`'s reported queries that all `num_sides` sides finished."""
-    counts = Counter(r["index"] for r in rows
-                     if r.get("suite") == suite and "side" in r and "index" in r
-                     and not r["is_warmup"])
+    counts = Counter(r["index"] for r in reported_rows(rows, suite))
     return frozenset(i for i, n in counts.items() if n == num_sides)
 
 
@@ -322,14 +326,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     items = out_dir / "items.jsonl"
     stored = ([json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()
                if line.strip()] if args.resume and items.exists() else [])
-    rows = [r for r in stored if "side" in r and not r["is_warmup"]]
+    rows: list[dict[str, Any]] = []
     with open(items, "a", encoding="utf-8") as out:
         for name in names:
             suite = load_suite(name, limit=limit, num_warmup=args.warmup_queries)
             finished = finished_indices(stored, name, len(sides))
             if finished:
                 log(f"{name}: resuming, {len(finished)} queries already finished")
-            rows = [r for r in rows if r["suite"] != name or r["index"] in finished]
+            rows += [r for r in reported_rows(stored, name) if r["index"] in finished]
             rows += run_suite(suite, sides, out, log=log, warm=WarmScope(args.warm),
                               finished=finished)
     summary = {"command": " ".join(["stackroute bench shared-prompt", *(argv or sys.argv[1:])]),

@@ -8,8 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackroute.bench.experiments.shared_prompt import (Suite, evenly, finished_indices, main,
-                                                        run_suite, side_order, summarize)
+from stackroute.bench.experiments.shared_prompt import (
+    Suite,
+    evenly,
+    finished_indices,
+    main,
+    reported_rows,
+    run_suite,
+    side_order,
+    summarize,
+)
 from stackroute.bench.suites.layouts import JSON_ANSWER, JsonProtocolLayout
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.governance import Limits
@@ -73,13 +81,16 @@ class CountingSide:
 
 
 def test_a_resumed_run_skips_what_every_side_finished_but_never_the_warm_up() -> None:
-    stopped = [row(0, "full", wall_ms=1, prefill=1, called=[], is_warmup=True),
+    stopped = [{"suite": "s", "warm": "root", "side": "full", "warm_ms": 5.0},
+               row(0, "full", wall_ms=1, prefill=1, called=[], is_warmup=True),
                row(0, "shortlist-0.08", wall_ms=1, prefill=1, called=[], is_warmup=True),
                row(1, "full", wall_ms=1, prefill=1, called=[]),
                row(1, "shortlist-0.08", wall_ms=1, prefill=1, called=[]),
                row(2, "shortlist-0.08", wall_ms=1, prefill=1, called=[])]  # stopped here
     finished = finished_indices(stopped, "s", len(SIDES))
     assert finished == {1} and finished_indices(stopped, "other", len(SIDES)) == set()
+    assert [(r["index"], r["side"]) for r in reported_rows(stopped, "s")] == [
+        (1, "full"), (1, "shortlist-0.08"), (2, "shortlist-0.08")]
     sides = [CountingSide(label) for label in SIDES]
     suite = Suite(name="s", tree=None, queries=["q0", "q1", "q2", "q3"])  # type: ignore[arg-type]
     written: list[str] = []
