@@ -6,9 +6,12 @@ strength * log p(o | neutral request)` removes it: the neutral prompt is the sam
 the same path, with the request replaced by a content-free one. It depends only on the node
 and the options shown, so it costs one model call per distinct menu, ever, not per request.
 The correction enters the choice as an additive bias, like the evidence prior. It applies
-to fresh frames only (a frame's first call): after a result or a BACK the real prompt is no
-longer the neutral one's counterpart, and a request-independent taste for DONE is then
-exactly what should be kept (it ends a finished task).
+to a frame's first call only (`needs_contrast`): after a result or a BACK the real prompt is
+no longer the neutral one's counterpart, and a request-independent taste for DONE is then
+exactly what should be kept (it ends a finished task). A shortlisted frame's first call gets
+it when it shows several options: the evidence put them above the rest, not one above the
+others, so the model's taste must not decide between them; a single shown option is what the
+evidence is sure of, and its frame is spared the call.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def is_fresh(request: RoutingRequest) -> bool:
     return bool(request.prompt.messages) and request.prompt.messages[-1] == opening
 
 
+def needs_contrast(request: RoutingRequest) -> bool:
+    """Whether `request` is scored with the neutral contrast: a frame's first call on its
+    full menu, or on a shortlist of more than one option."""
+    return is_fresh(request) or (len(request.menu.children) > 1 and is_opening(request))
+
+
 def is_opening(request: RoutingRequest) -> bool:
     """Whether this is the frame's first routing call, its menu full (`is_fresh`) or
     shortlisted (its prompt ends with the shortlist turn the frame opened with)."""
@@ -75,7 +84,8 @@ def is_opening(request: RoutingRequest) -> bool:
 
 
 def neutral_prompt(request: RoutingRequest) -> Prompt:
-    """The fresh frame at `request.node`, reached along its path, for a content-free request.
+    """The fresh frame at `request.node`, reached along its path, for a content-free request
+    (ending with the same shortlisted turn where the request's frame opened shortlisted).
 
     The header is whatever precedes the root frame's first turn in the real prompt, so the
     two prompts differ only in the request and in the history of this run.
@@ -86,12 +96,21 @@ def neutral_prompt(request: RoutingRequest) -> Prompt:
     messages = request.prompt.messages
     header = messages[:messages.index(real_root_turn)] if real_root_turn in messages \
         else messages[:1]
-    turns: list[Message] = [layout.menu_turn(root, request=NEUTRAL_REQUEST)]
+    menu = request.menu
+    shortlist = Shortlist(children=menu.children, margin=0.0) \
+        if menu.is_shortlisted and menu.children and not is_fresh(request) else None
+    turns: list[Message] = []
     node = root
-    for name in request.node.path:
-        child = node.child(name)
-        if child is None:  # the request's node is in this tree: anything else is our bug
-            raise RuntimeError(f"{name!r} is not a child of {node.path_str or '<root>'}")
-        turns += [answer(name), layout.menu_turn(child)]
-        node = child
+    for name in ("", *request.node.path):
+        if name:
+            child = node.child(name)
+            if child is None:  # the request's node is in this tree: anything else is our bug
+                raise RuntimeError(f"{name!r} is not a child of {node.path_str or '<root>'}")
+            turns.append(answer(name))
+            node = child
+        neutral = NEUTRAL_REQUEST if node.depth == 0 else None
+        is_last = node.depth == request.node.depth
+        turns.append(layout.shortlist_turn(node, shortlist, menu, request=neutral)
+                     if is_last and shortlist is not None
+                     else layout.menu_turn(node, request=neutral))
     return Prompt(tuple(header) + tuple(turns))

@@ -21,7 +21,7 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import Evidence, EvidenceSource
 from stackroute.server.engines.base import Engine, MenuResult
-from stackroute.server.routing.contrast import NeutralContrast, is_fresh
+from stackroute.server.routing.contrast import NeutralContrast, is_fresh, needs_contrast
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.prior import MenuPrior, PriorOptions, menu_prior
@@ -118,7 +118,8 @@ class MenuScorer:
 
     def bias_for(self, request: RoutingRequest) -> MenuBias:
         """The additive log bias on `request`'s options: the evidence prior, plus the neutral
-        contrast on a fresh frame (a model call the first time a menu is seen)."""
+        contrast on a frame's first call (`needs_contrast`; a model call the first time a
+        menu is seen)."""
         started = time.perf_counter()
         evidence = self.evidence_for(request)
         prior = None
@@ -131,7 +132,7 @@ class MenuScorer:
         # the request's embedding and the prior are part of the decision's latency
         usage = Usage(latency_ms=(time.perf_counter() - started) * 1e3)
         contrast = None
-        if self.contrast is not None and is_fresh(request):
+        if self.contrast is not None and needs_contrast(request):
             contrast, contrast_usage = self.contrast.bias(request)
             usage = usage + contrast_usage
             bias = {o: bias.get(o, 0.0) + contrast.get(o, 0.0) for o in request.menu.options}

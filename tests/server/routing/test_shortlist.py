@@ -7,12 +7,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from doubles import LogitEngine
 from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.errors import InputError
-from stackroute.runtime.menu import Menu
+from stackroute.runtime.menu import Menu, Shortlist
 from stackroute.runtime.prompt import Prompt
 from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.prior import PriorOptions, menu_prior
@@ -117,6 +118,50 @@ def test_a_sure_frame_is_shortlisted_and_routes_without_its_neutral_contrast() -
     assert not any("OTHER" in c.options for c in engine.calls if c.is_neutral)
     push = next(e for e in state.trace if e.kind.value == "push")
     assert push.detail["shortlist"]["options"] == ["split_rent"]
+
+
+class FixedShortlister:
+    """Shows `children` at `path`'s frame, the full menu elsewhere."""
+
+    def __init__(self, path: str, children: tuple[str, ...]) -> None:
+        self.path, self.children = path, children
+
+    def shortlist(self, task: str, calls: tuple[str, ...], node: Any, menu: Menu,
+                  ) -> Shortlist | None:
+        return Shortlist(children=self.children, margin=0.1) if node.path_str == self.path \
+            else None
+
+
+def test_a_shortlist_of_several_options_keeps_the_neutral_contrast() -> None:
+    # The evidence put both shown options above the rest, not one above the other: the
+    # model's request-independent taste (send_gift) must not decide between them.
+    def logits(prompt: Prompt, options: tuple[str, ...]) -> dict[str, float]:
+        if prompt.messages[-1].content.startswith(("split_rent ", "transfers finished")):
+            return {"DONE": 60.0}  # a result: the task is done
+        if "split_rent" in options:
+            return {"send_gift": 3.0, "split_rent": 1.0}
+        return {"transfers": 60.0} if "transfers" in options else {"DONE": 60.0}
+
+    tree = house_tree()
+    engine = LogitEngine(logits, neutral={"send_gift": 5.0, "transfers": 1.0})
+    options = replace(shortlisting_options(),
+                      recovery=replace(RecoveryOptions.off(), is_contrast_enabled=True))
+    machine = build_machine(tree, engine, options=options)
+    machine.shortlister = FixedShortlister("transfers", ("split_rent", "send_gift"))
+    state = run_query(machine, Query(id="t", query="split the rent with my housemate",
+                                     gold=(), args=None, tags=()))
+    assert [c["path"] for c in state.calls] == ["transfers/split_rent"]
+    neutral = [c for c in engine.calls if c.is_neutral and "OTHER" in c.options]
+    assert len(neutral) == 1
+    # the content-free counterpart of the shortlisted turn: the same options, no request
+    shown = neutral[0].prompt.messages[-1].content
+    assert "Likely options:" in shown and "split_rent" in shown and "abroad" not in shown
+    # shown alone, an option is what the evidence is sure of: no contrast call for it
+    engine.calls.clear()
+    machine.shortlister = FixedShortlister("transfers", ("split_rent",))
+    run_query(machine, Query(id="u", query="split the rent with my housemate", gold=(),
+                             args=None, tags=()))
+    assert not any("OTHER" in c.options for c in engine.calls if c.is_neutral)
 
 
 def test_other_opens_the_full_menu_and_every_call_extends_the_previous_one() -> None:
