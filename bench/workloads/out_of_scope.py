@@ -3,9 +3,11 @@ separate dev and test splits, each in FORMAT.md's query format with its own cata
 
 Groups, each routed against its own catalog:
 - `seal-removed`: Seal-Tools single-tool requests whose gold tool is removed from the catalog
-  (the right answer is no call; the removed tool's siblings, the near misses, stay), beside
-  Seal-Tools requests whose tool is still there. Dev items come from `dev.queries.jsonl`, test
-  items from `test.queries.jsonl`; each split has its own reduced catalog.
+  with its reviewed substitutes, the remaining tools that would serve the request too
+  (`out_of_scope_substitutes.py`): the right answer is no call; the removed tool's other
+  siblings, the near misses, stay. Beside them, Seal-Tools requests whose tool is still
+  there. Dev items come from `dev.queries.jsonl`, test items from `test.queries.jsonl`; each
+  split has its own reduced catalog.
 - `services`: the scale-up-32 catalog's clear requests (short, with their values) and its
   own out-of-scope items;
 - `household`: the semantic-overlap-32 catalog (dev seed 1, test seed 0) with chit-chat and
@@ -34,6 +36,7 @@ from typing import Any
 
 from stackroute.bench.workloads.datasets import SEAL_DESCRIPTION_CHARS, SEAL_DIR
 from stackroute.bench.workloads.generate import generate_suite
+from stackroute.bench.workloads.out_of_scope_substitutes import SUBSTITUTES
 from stackroute.bench.workloads.word_banks import CHATTER, OUT_OF_SCOPE_QUERIES
 
 JsonObject = dict[str, Any]
@@ -159,7 +162,8 @@ def remove_leaves(catalog: JsonObject, paths: set[str]) -> JsonObject:
 
 def seal_group(split: str, *, seed: int, num_removed: int, num_in_scope: int,
                seal_dir: Path = SEAL_DIR) -> GroupSplit:
-    """Seal-Tools requests of `split` with their gold tools removed, and in-scope ones."""
+    """Seal-Tools requests of `split` with their gold tools (and those tools' reviewed
+    substitutes) removed, and in-scope ones whose tools stay."""
     _check_split(split)
     catalog = json.loads((seal_dir / "seal-tools.catalog.json").read_text(encoding="utf-8"))
     lines = (seal_dir / f"{split}.queries.jsonl").read_text(encoding="utf-8").splitlines()
@@ -175,17 +179,23 @@ def seal_group(split: str, *, seed: int, num_removed: int, num_in_scope: int,
         if q["gold"][0] not in gone:
             gone.add(q["gold"][0])
             removed.append(q)
-    in_scope = [q for q in singles if q["gold"][0] not in gone][:num_in_scope]
+    # a reviewed substitute would serve the request: it goes too (out_of_scope_substitutes.py)
+    substitutes = {q["gold"][0]: SUBSTITUTES.get(q["gold"][0], ()) for q in removed}
+    unreviewed = sorted(path for path in gone if path not in SUBSTITUTES)
+    gone_too = {s for subs in substitutes.values() for s in subs} - gone
+    in_scope = [q for q in singles if q["gold"][0] not in gone | gone_too][:num_in_scope]
     queries = [{"id": f"seal-oos-{q['id']}", "query": q["query"], "gold": [], "args": [],
                 "tags": [OUT_OF_SCOPE_TAG, "near-miss", "seal-removed"],
-                "removed": q["gold"]} for q in removed]
+                "removed": q["gold"], "substitutes": list(substitutes[q["gold"][0]])}
+               for q in removed]
     queries += [{"id": f"seal-in-{q['id']}", "query": q["query"], "gold": q["gold"],
                  "args": q.get("args"), "tags": ["in-scope", "seal-tools"]} for q in in_scope]
     rng.shuffle(queries)
-    return GroupSplit(Group.SEAL_REMOVED, remove_leaves(catalog, gone), queries,
+    return GroupSplit(Group.SEAL_REMOVED, remove_leaves(catalog, gone | gone_too), queries,
                       SEAL_DESCRIPTION_CHARS,
                       {"source": f"seal-tools {split}.queries.jsonl", "seed": seed,
-                       "removed_leaves": sorted(gone), "num_out_of_scope": len(removed),
+                       "removed_leaves": sorted(gone), "removed_substitutes": sorted(gone_too),
+                       "unreviewed_leaves": unreviewed, "num_out_of_scope": len(removed),
                        "num_in_scope": len(in_scope)})
 
 

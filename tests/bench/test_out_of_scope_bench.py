@@ -15,6 +15,14 @@ from stackroute.bench.workloads.out_of_scope import (
 )
 
 
+def leaves(node: dict, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for child in node.get("children", []):
+        path = prefix + child["name"]
+        out |= leaves(child, path + "/") if "children" in child else {path}
+    return out
+
+
 def test_dev_and_test_share_no_out_of_scope_text_and_the_removed_tools_are_gone(
         tmp_path: Path) -> None:
     dev = build_suite("dev", num_removed=4, num_seal_in_scope=2, num_household=3)
@@ -25,13 +33,6 @@ def test_dev_and_test_share_no_out_of_scope_text_and_the_removed_tools_are_gone(
     seal = dev.groups[0]
     removed = set(seal.metadata["removed_leaves"])
     assert len(removed) == 4
-
-    def leaves(node: dict, prefix: str = "") -> set[str]:
-        out: set[str] = set()
-        for child in node.get("children", []):
-            path = prefix + child["name"]
-            out |= leaves(child, path + "/") if "children" in child else {path}
-        return out
 
     assert not removed & leaves(seal.catalog)
     for q in seal.queries:
@@ -44,6 +45,27 @@ def test_dev_and_test_share_no_out_of_scope_text_and_the_removed_tools_are_gone(
                                        f"{dev.stem}-household.catalog.json"}
     assert dev.to_files() == build_suite("dev", num_removed=4, num_seal_in_scope=2,
                                          num_household=3).to_files()
+
+
+def test_every_removed_tool_of_the_reported_suites_is_reviewed_and_its_substitutes_go() -> None:
+    for split in ("dev", "test"):
+        seal = build_suite(split).groups[0]
+        meta = seal.metadata
+        assert meta["unreviewed_leaves"] == [] and meta["num_out_of_scope"] == 20
+        gone = set(meta["removed_leaves"]) | set(meta["removed_substitutes"])
+        for q in seal.queries:
+            if OUT_OF_SCOPE_TAG in q["tags"]:
+                assert set(q["substitutes"]) <= gone
+            else:
+                assert q["gold"][0] not in gone
+        assert not gone & leaves(seal.catalog)
+    # the reviewed example: the OCR request's two text recognisers go with applyOCR
+    dev = build_suite("dev").groups[0]
+    ocr = next(q for q in dev.queries
+               if q.get("removed") == ["Technology/Image_Processing/applyOCR"])
+    assert ocr["substitutes"] == ["Data_Science/Computer_Vision/recognizeText",
+                                  "Artificial_Intelligence/Machine_Perception/textRecognition"]
+    assert "Data_Science/Computer_Vision/recognizeText" not in leaves(dev.catalog)
 
 
 def test_removing_an_unknown_leaf_is_an_error() -> None:

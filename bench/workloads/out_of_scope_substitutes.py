@@ -1,0 +1,143 @@
+"""Reviewed substitutes of the Seal-Tools tools the out-of-scope suite removes.
+
+Seal-Tools holds many near-duplicate tools (`getOptimismScore` and `getOptimismLevel`, both
+"Retrieve the level of optimism"), so a request whose gold tool is removed is often still
+served by one that stays: calling it is right, and a suite that scores it as a wrong call
+measures label noise. For every tool the suite's dev and test splits remove (seed 0, 20 each),
+a reviewer read the request and the catalog (the 8 leaves nearest the request by the MiniLM
+evidence, and a name/description search for the request's key terms) and listed each
+remaining tool that does what the request asks, for the request's object or a more general
+one that covers it (a general text-sentiment tool serves a lyrics-sentiment request; a tool for
+a different quantity does not: a mass-transfer *coefficient* is not a mass-transfer *rate*).
+The suite removes these with the gold tool, so the request has no tool left and its siblings,
+the near misses, stay.
+
+Reviewed 2026-12-04 (issue 25). An empty tuple: reviewed, nothing else serves the request. A
+removed tool missing here is reported by the suite as unreviewed (another seed or size).
+"""
+
+from __future__ import annotations
+
+SUBSTITUTES: dict[str, tuple[str, ...]] = {
+    # -- dev split -----------------------------------------------------------------------
+    "Engineering/Chemical_engineering/calculateMassTransferRate": (),
+    "Gaming/Game_server_administration/startGameServer": (),
+    # "Tell me how to say 'What time is it?' in French": any general translator
+    "Foreign_Languages/Spanish/translateSpanish": (
+        "Technology/Natural_Language_Processing/translateText",
+        "Linguistics/Applied_Linguistics/getLanguageTranslation",
+        "Science/Linguistics/translateWord",
+    ),
+    "Virtual_Reality/Virtual_reality_cybersecurity/checkCybersecurity": (
+        "Virtual_Reality/Virtual_reality_cybersecurity/checkVRSecurity",
+        "Virtual_Reality/Virtual_reality_cybersecurity/getVRSecurityLevel",
+        "Technology/Cybersecurity/checkVulnerability",
+    ),
+    "Music/Music_cognition/getLyricsSentiment": (
+        "Machine_Learning/Sentiment_Analysis/classifySentiment",
+        "Data_Science/Text_Mining/getTextSentiment",
+        "Big_Data/Natural_language_processing/performSentimentAnalysis",
+        "Science/Linguistics/getSentenceSentiment",
+        "Technology/Data_Science/analyzeSentiment",
+    ),
+    "Sports/Soccer/getPlayerInfo": (
+        "Sports/Athletics/getAthleteProfile",
+        "Sports/Football/getFootballPlayerStats",
+        "Sports/Football/getPlayerStats",
+    ),
+    "Marketing/Marketing_ROI_calculation/calculateROI": (
+        "Advertising/Ad_tracking_and_reporting/getAdROI",
+        "Finance/Corporate_Finance/calculateReturnOnInvestment",
+    ),
+    "Marketing/Product_launch/createProduct": (
+        "Retail/Store_management/addProduct",
+        "Retail/Store_management/addProductToStore",
+    ),
+    "Transportation/Public_Transportation/getPublicTransportationInfo": (
+        "Transportation/Public_Transportation/getPublicTransportSchedule",
+    ),
+    "Technology/Machine_Learning/featureSelection": (),
+    "Psychology/Positive_psychology/getOptimismScore": (
+        "Psychology/Positive_psychology/getOptimismLevel",
+    ),
+    "Technology/Image_Processing/applyOCR": (
+        "Data_Science/Computer_Vision/recognizeText",
+        "Artificial_Intelligence/Machine_Perception/textRecognition",
+    ),
+    "Art_and_Design/Photography/getPhotoExif": (
+        "Art_and_Design/Photography/getPhotoInfo",
+        "Media/Media_and_Education/getMediaMetadata",
+    ),
+    "Telecommunications/Satellite_Communications/sendSatelliteMessage": (),
+    "Art_and_Design/Graphic_Design/createGraphic": (
+        "Marketing/Graphic_design/createDesign",
+        "Design/Graphic_Design/createLayout",
+    ),
+    "Architecture/Landscape_architecture/getLandscapeArchitecture": (
+        "Architecture/Landscape_architecture/getLandscapeDesign",
+        "Architecture/Landscape_architecture/getLandscapeProjects",
+    ),
+    "Information_Technology/IT_Support/resolveTicket": (),
+    "Science/Environmental_Science/getWaterQuality": (
+        "Environmental/Environmental_Engineering/getWaterPollutionData",
+        "Chemistry/Water_chemistry/getWaterChemistry",
+    ),
+    "Marketing/International_marketing/getCountryMarketSize": (),
+    "Biotechnology/Biocomputing/simulateDNASequence": (
+        "Mathematics/Bioinformatics/generateRandomSequence",
+    ),
+    # -- test split ----------------------------------------------------------------------
+    "Publishing/E-book_publishing/updateEbookPrice": (),
+    # "Provide information about Avian Influenza in cats": a zoonotic infectious disease
+    "Veterinary_Science/Veterinary_Infectious_Diseases/getInfectiousDiseaseInfo": (
+        "Veterinary_Science/Veterinary_Zoonoses/getZoonoses",
+        "Public_Health/Veterinary_Public_Health/searchZoonoticDiseases",
+        "Healthcare/Infectious_Diseases/getInfectionInfo",
+    ),
+    "Cloud_Computing/Cloud_Networking/createInternetGateway": (),
+    "Psychology/Developmental_psychology/getChildDevelopment": (
+        "Public_Health/Child_and_Adolescent_Health/getChildDevelopmentAssessment",
+    ),
+    # "Provide me with a list of policies": every remaining policy tool is one domain's
+    "Data_Analysis/Data_Governance/getPolicyList": (),
+    "Non-profit/Youth_Sports/deletePlayer": (),
+    "Public_Administration/Organizational_Behavior_in_the_Public_Sector/"
+    "getLeadershipEffectiveness": (),
+    "Automotive/Powertrain_systems/getEnginePower": (),
+    "Religious_Studies/Biblical_Studies/getBiblicalText": (
+        "Religious_Studies/Biblical_Studies/getBiblicalPassage",
+        "Religious_Studies/Biblical_Studies/getBibleVerse",
+    ),
+    "Finance/Behavioral_Finance/calculateRiskAppetite": (
+        "Finance/Behavioral_Finance/getRiskAppetite",
+    ),
+    "Physical_Education/Physical_activity_and_mental_health/"
+    "getPhysicalActivityMentalHealth": (),
+    "Healthcare/Internal_Medicine/getDiagnosis": (),
+    # "Find information about the Immigration Act"
+    "Political_Science/Public_Law_and_Judicial_Politics/searchLawsByName": (
+        "Government/Immigration_policy/getImmigrationPolicy",
+    ),
+    "Research/Research_Proposal_Writing/createResearchProposal": (
+        "Research/Research_Proposal_Writing/createProposal",
+    ),
+    # "Record the activity of patient ...: the patient has taken 10 steps"
+    "Nursing/Nursing_Informatics/recordPatientActivity": (
+        "Physical_Education/Health_promotion/trackSteps",
+    ),
+    "Non-profit/Youth_Leadership/createLeadershipProgram": (),
+    "Library_Science/Collection_Development/addCollection": (),
+    "Publishing/Copy_editing/getCopyEdits": (
+        "Publishing/Copy_editing/getProofreadingSuggestions",
+        "Publishing/Copy_editing/performCopyEditing",
+        "Publishing/Copy_editing/copyEditing",
+        "Journalism/Copyediting/editText",
+        "Journalism/Copyediting/proofreadCopy",
+    ),
+    "Oceanography/Biological_oceanography/getSpeciesDistribution": (
+        "Geography/Biogeography/getBiogeographicalDistribution",
+    ),
+    "Dance/Tap_dance/getTapDanceSteps": (
+        "Dance/Tap_dance/learnTapDance",
+    ),
+}
