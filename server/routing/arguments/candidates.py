@@ -38,7 +38,17 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
                        r"Turkish|Polish|Greek|Hebrew|Swedish|Vietnamese|Thai|Indonesian|"
                        r"Swahili|Urdu|Persian)\b")
 _PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
+# Words that say what the request asks, not what it asks about ("information on", "the
+# specified address"): a span of these alone is rarely a value.
+FILLER = frozenset("""information info details detail specified specific certain given
+particular related relevant appropriate according following respective provided corresponding
+desired requested specifically regarding needed required id provide retrieve obtain fetch
+calculate compute determine check tell explain describe perform create generate analyze
+analyse assess evaluate estimate estimated search look""".split())  # noqa: SIM905
 SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
+TOPIC_PENALTY = 1.5  # a span of the leaf's own words (or filler): the ask restated, not a value
+FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the leaf's words
+EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration in the tropical")
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 
@@ -80,7 +90,7 @@ def _near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
             return True
         if end <= span[0]:
             between = request[end:span[0]].lower().split()
-            between = [w.strip(".,:;\"'") for w in between]
+            between = [w.strip(".,:;\"'()[]") for w in between]
             if len(between) <= 3 and all(w in STOPWORDS or w in ("is", "named", "called", "id",
                                                                   "number", "no", "#")
                                          for w in between if w):
@@ -89,11 +99,14 @@ def _near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
 
 
 def candidates(name: str, schema: Mapping[str, Any], request: str, *,
-               siblings: Sequence[str] = ()) -> list[Candidate]:
+               siblings: Sequence[str] = (), topic: frozenset[str] = frozenset(),
+               ) -> list[Candidate]:
     """The values `request` holds for property `name` (its JSON schema `schema`), most
     plausible first, unique by text, at most MAX_CANDIDATES. `siblings`: the leaf's other
     properties; a value the request labels with a sibling's name ("the ID X" for `post_id`)
-    and not with this property's is held back (SIBLING_PENALTY)."""
+    and not with this property's is held back (SIBLING_PENALTY). `topic`: the leaf's own
+    words (`topic_words`); a plain span of them, or of FILLER, is the request restating the
+    tool ("assess the supply chain *risk*"), held back by TOPIC_PENALTY."""
     kind = schema.get("type")
     words = property_words(name, schema)
     shared = {w for s in siblings for w in property_words(s, {})}
@@ -106,7 +119,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     elif kind in ("integer", "number"):
         found = _number_candidates(kind, request, cues, words)
     elif kind in ("string", None):
-        found = _string_candidates(name, schema, request, cues, words)
+        found = _string_candidates(name, schema, request, cues, words, topic)
     else:
         found = []  # arrays and objects: the model writes them under the schema (fallback)
     found = _held_back(found, request, cues, words, siblings)
@@ -183,8 +196,8 @@ def _number_candidates(kind: str, request: str, cues: list[tuple[int, int]],
 
 
 def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
-                       cues: list[tuple[int, int]],
-                       words: list[str]) -> list[Candidate]:
+                       cues: list[tuple[int, int]], words: list[str],
+                       topic: frozenset[str] = frozenset()) -> list[Candidate]:
     fmt = schema.get("format")
     pattern = schema.get("pattern")
     described = " ".join(words) + " " + str(schema.get("description", "")).lower()
@@ -217,7 +230,7 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
         return out
     for match in _QUOTED.finditer(request):
         out += _quoted(match, _near(match.span(), cues, request, before=True))
-    out += _spans(request, cues, words, wants_date=wants_date)
+    out += _spans(request, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
     return out
@@ -238,8 +251,16 @@ def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
     return out
 
 
+def topic_words(name: str, description: str) -> frozenset[str]:
+    """A leaf's own words, 4-letter stems: its name split at _ and camelCase, and its
+    description's words, function words left out."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ") + " " + description
+    return frozenset(w.lower()[:4] for w in re.findall(r"[A-Za-z]+", text)
+                     if len(w) >= 3 and w.lower() not in STOPWORDS)
+
+
 def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
-           wants_date: bool = False) -> list[Candidate]:
+           wants_date: bool = False, topic: frozenset[str] = frozenset()) -> list[Candidate]:
     """Word spans; none that cuts into a date for a property that wants a date (it has the
     date's normalised forms instead: "January 7" is not a check-out date)."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
@@ -266,21 +287,41 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
             end = tokens[j][1] + len(last)
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
-            if re.search(r"[.;!?]\s|,\s", request[start:end]):
-                continue  # spans stay inside one clause
+            if re.search(r"[.;!?]\s|,\s|[()\[\]]", request[start:end]):
+                continue  # spans stay inside one clause (and out of brackets)
             text = request[start:end]
             if any(q in text for q in "\"“”") or all(
                     t.lower() in STOPWORDS or t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
                 continue  # a quote's edge, or the property's own name ("ID", "post ID")
-            capitalised = all(t[0][:1].isupper() or t.lower() in _NAME_JOINERS
-                              for t, _ in tokens[i:j + 1]) and i != 0
+            span_words = [t for t, _ in tokens[i:j + 1]]
+            # a name: capitalised words, joiners between, and a number right after one of
+            # its capitalised words ("Bank of America", "Boeing 777", "BMW 3 Series")
+            capitalised = i != 0 and span_words[0][:1].isupper() \
+                and span_words[0].lower() not in FILLER and all(
+                t[:1].isupper() or t.lower() in _NAME_JOINERS
+                or (k > 0 and t.isdigit() and span_words[k - 1][:1].isupper())
+                for k, t in enumerate(span_words))
             prior = -SPAN_WORD_COST * (j - i)
+            fillers = [t.lower() in STOPWORDS or t.lower() in FILLER for t in span_words]
+            asks = [f or t.lower()[:4] in topic for f, t in zip(fillers, span_words,
+                                                                 strict=True)]
+            if all(fillers):  # "the specified", "ID": whatever the case
+                prior -= FILLER_PENALTY
+            elif capitalised:
+                pass  # a name is a value, even one made of the leaf's words
+            elif all(asks):
+                prior -= TOPIC_PENALTY
+            elif asks[0] or asks[-1]:
+                prior -= EDGE_PENALTY
             if i == 0 and len(tokens) > 1 and j > i and not first[:1].isdigit():
                 prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value
             if capitalised:  # a whole name beats its parts ("New York", not "New")
                 prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
                                                else 0.0)
-            if any(t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
+            names_its_kind = capitalised and j > i and span_words[-1].lower()[:4] in own
+            if names_its_kind:
+                prior += 2.0  # a name ending with its kind: "the Supreme Court" for `court`
+            elif any(t.lower()[:4] in own for t in span_words):
                 prior -= 1.5  # "ID X": the value without its label
             if wants_date and any(a < end and start < b for a, b in dates):
                 continue

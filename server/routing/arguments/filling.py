@@ -33,6 +33,7 @@ from stackroute.server.routing.arguments.candidates import (
     candidates,
     enum_matched,
     property_words,
+    topic_words,
 )
 from stackroute.server.routing.options import ArgumentValues
 
@@ -93,11 +94,12 @@ class ArgumentFiller:
         conversation = _Conversation(request, leaf)
         used: set[str] = set()
         rest: list[str] = []
+        topic = topic_words(leaf.name, leaf.description or "")
         for name in order:
             prop = properties[name] if isinstance(properties[name], Mapping) else {}
             is_required = name in required
             found = candidates(name, prop, request.task,
-                               siblings=[n for n in properties if n != name])
+                               siblings=[n for n in properties if n != name], topic=topic)
             fresh = [c for c in found if c.text not in used] or found
             if not fresh:
                 if is_required:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from stackroute.server.routing.arguments.candidates import candidates
+from stackroute.server.routing.arguments.candidates import candidates, topic_words
 from stackroute.server.routing.arguments.dates import find_dates, find_times
 from stackroute.server.routing.arguments.numbers import find_numbers
 
@@ -92,6 +92,39 @@ def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str
                                                      request_text: str,
                                                      expected: list[Any]) -> None:
     assert top(name, schema, request_text, len(expected)) == expected
+
+
+@pytest.mark.parametrize(("name", "leaf", "request_text", "expected"), [
+    # the request restating its tool ("chef interview") is not the value
+    ("chef_name", ("getChefInterview", "Retrieve an interview with a chef"),
+     "Tell me about the chef interview with Gordon Ramsay who specializes in Indian cuisine.",
+     "Gordon Ramsay"),
+    ("direction", ("moveRobot", "Move a robot"), "Instruct the robot to move forward.",
+     "forward"),
+    # filler ("the specified") is never a value, whatever the leaf
+    ("location", ("findShelter", "Find a shelter near a location"),
+     "Find a shelter near the specified address.", "address"),
+    ("age_range", ("getWordRecognitionTime", "Word recognition time"),
+     "the word recognition time in Spanish for the specified age range (192.168.82.225).",
+     "192.168.82.225"),
+    ("style_guide", ("formatText", "Format a text"),
+     "Format the text according to the style guide with ID 29DXtd3K in English.", "29DXtd3K"),
+    # a name holds a number after a capitalised word, and may end with its kind
+    ("aircraft_model", ("getAircraftMaterials", "Materials of an aircraft"),
+     "Tell me the materials used in a Boeing 777 aircraft.", "Boeing 777"),
+    ("court", ("getJudicialDecisions", "Retrieve judicial decisions"),
+     "Provide me with the criminal judicial decisions from the Supreme Court in the year 1995.",
+     "Supreme Court"),
+])
+def test_the_leafs_own_words_and_filler_are_held_back(name: str, leaf: tuple[str, str],
+                                                      request_text: str, expected: str) -> None:
+    found = candidates(name, {"type": "string"}, request_text, topic=topic_words(*leaf))
+    assert found[0].value == expected
+
+
+def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
+    found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
+    assert "Asha and 10" not in [c.text for c in found[:2]]
 
 
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
