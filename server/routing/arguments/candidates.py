@@ -46,7 +46,7 @@ desired requested specifically regarding needed required id provide retrieve obt
 calculate compute determine check tell explain describe perform create generate analyze
 analyse assess evaluate estimate estimated search look""".split())  # noqa: SIM905
 SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
-TOPIC_PENALTY = 1.5  # a span of the leaf's own words (or filler): the ask restated, not a value
+TOPIC_PENALTY = 1.5  # a span of the leaf's own words (filler between): the ask restated
 FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the leaf's words
 EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration in the tropical")
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
