@@ -214,6 +214,12 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's items.jsonl."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
 def reported_rows(rows: Iterable[dict[str, Any]], suite: str) -> list[dict[str, Any]]:
     """`suite`'s rows of reported queries (not warm-up queries, not warm-on-load lines)."""
     return [r for r in rows if r.get("suite") == suite and "side" in r and "index" in r
@@ -302,9 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "already finished there (the same --compare, --suites, --limit)")
     args = parser.parse_args(argv)
     if args.from_items is not None:
-        stored = [json.loads(line) for line in
-                  args.from_items.read_text(encoding="utf-8").splitlines() if line.strip()]
-        text = json.dumps(summarize(stored), indent=2) + "\n"
+        text = json.dumps(summarize(read_rows(args.from_items)), indent=2) + "\n"
         (args.from_items.parent / "summary-from-items.json").write_text(text, encoding="utf-8")
         print(text, end="")
         return 0
@@ -324,8 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     margins = [float(m) for m in args.margins.split(",") if m]
     sides = build_sides(Comparison(args.compare), margins, args.model, args.threads)
     items = out_dir / "items.jsonl"
-    stored = ([json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()
-               if line.strip()] if args.resume and items.exists() else [])
+    stored = read_rows(items) if args.resume and items.exists() else []
     rows: list[dict[str, Any]] = []
     with open(items, "a", encoding="utf-8") as out:
         for name in names:

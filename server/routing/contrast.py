@@ -66,20 +66,28 @@ def is_fresh(request: RoutingRequest) -> bool:
 def needs_contrast(request: RoutingRequest) -> bool:
     """Whether `request` is scored with the neutral contrast: a frame's first call on its
     full menu, or on a shortlist of more than one option."""
-    return is_fresh(request) or (len(request.menu.children) > 1 and is_opening(request))
+    return is_fresh(request) or (len(request.menu.children) > 1 and _opens_shortlisted(request))
 
 
 def is_opening(request: RoutingRequest) -> bool:
     """Whether this is the frame's first routing call, its menu full (`is_fresh`) or
     shortlisted (its prompt ends with the shortlist turn the frame opened with)."""
-    if is_fresh(request):
-        return True
-    menu, node = request.menu, request.node
-    if not menu.is_shortlisted or not menu.children or not request.prompt.messages:
+    return is_fresh(request) or _opens_shortlisted(request)
+
+
+def _shown(request: RoutingRequest) -> Shortlist | None:
+    """The shortlist `request`'s menu shows (None: the full menu)."""
+    menu = request.menu
+    return Shortlist(children=menu.children, margin=0.0) \
+        if menu.is_shortlisted and menu.children else None
+
+
+def _opens_shortlisted(request: RoutingRequest) -> bool:
+    shown, node = _shown(request), request.node
+    if shown is None or not request.prompt.messages:
         return False
-    shown = Shortlist(children=menu.children, margin=0.0)
     opening = request.layout.shortlist_turn(
-        node, shown, menu, request=request.task if node.depth == 0 else None)
+        node, shown, request.menu, request=request.task if node.depth == 0 else None)
     return request.prompt.messages[-1] == opening
 
 
@@ -97,8 +105,7 @@ def neutral_prompt(request: RoutingRequest) -> Prompt:
     header = messages[:messages.index(real_root_turn)] if real_root_turn in messages \
         else messages[:1]
     menu = request.menu
-    shortlist = Shortlist(children=menu.children, margin=0.0) \
-        if menu.is_shortlisted and menu.children and not is_fresh(request) else None
+    shortlist = None if is_fresh(request) else _shown(request)
     turns: list[Message] = []
     node = root
     for name in ("", *request.node.path):
