@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
+from stackroute.server.routing.arguments.literals import find_literals, labels_literal
 from stackroute.server.routing.arguments.numbers import find_numbers
 
 MAX_SPAN_WORDS = 6
@@ -37,6 +38,9 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
                        r"Chinese|Mandarin|Cantonese|Japanese|Korean|Arabic|Hindi|Bengali|"
                        r"Turkish|Polish|Greek|Hebrew|Swedish|Vietnamese|Thai|Indonesian|"
                        r"Swahili|Urdu|Persian)\b")
+# between a value and its property's name after it: nothing ("the Sales team"), or "as"
+# ("PayPal as your payment method")
+_LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
 _PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
 # Words that say what the request asks, not what it asks about ("information on", "the
 # specified address"): a span of these alone is rarely a value.
@@ -50,14 +54,19 @@ TOPIC_PENALTY = 1.5  # a span of the leaf's own words (filler between): the ask 
 FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the leaf's words
 EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration in the tropical")
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
+CUT_PENALTY = 0.5  # a span whose noun phrase starts a word earlier ("rainforest" of "tropical
+#                   rainforest"): the whole phrase first
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
+LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
+LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
 
 
 @dataclass(frozen=True)
 class Candidate:
     value: Any  # the JSON value the argument takes
     text: str  # the option the model chooses (unique per property)
-    kind: str  # number | date | time | enum | email | phone | id | quoted | span | boolean
+    kind: str  # number | date | time | enum | email | phone | id | quoted | literal | span
+    #            | boolean
     prior: float = 0.0  # logit bias for the constrained choice
     span: tuple[int, int] | None = None  # where the request holds it (None: not literally)
 
@@ -84,9 +93,11 @@ def _cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
 def _near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
           before: bool = False) -> bool:
     """A cue word ends at most a few function words before `span`; with `before`, also: a
-    cue word follows `span` directly (the value names its kind's noun: "the Sales team")."""
+    cue word follows `span` directly (the value names its kind's noun: "the Sales team") or
+    after "as" ("PayPal as your payment method")."""
     for start, end in cues:
-        if before and span[1] <= start and not request[span[1]:start].strip(" \"'“”‘’"):
+        if before and span[1] <= start and _LABELS_BEFORE.fullmatch(
+                request[span[1]:start].strip(" \"'“”‘’").lower()):
             return True
         if end <= span[0]:
             between = request[end:span[0]].lower().split()
@@ -143,7 +154,7 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     others = _cue_positions(request, other_words)
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
             if c.span is not None and _near(c.span, others, request)
-            and not _near(c.span, cues, request) else c for c in found]
+            and not _near(c.span, cues, request, before=True) else c for c in found]
 
 
 def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
@@ -230,6 +241,9 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
         return out
     for match in _QUOTED.finditer(request):
         out += _quoted(match, _near(match.span(), cues, request, before=True))
+    out += [Candidate(lit.text, lit.text, "literal",
+                      LITERAL_PRIOR + (1.5 if _near(lit.span, cues, request, before=True) else 0),
+                      lit.span) for lit in find_literals(request)]
     out += _spans(request, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
@@ -267,10 +281,16 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
     tokens = [(t, start) for t, start in tokens if t]
     dates = [d.span for d in find_dates(request)]
     quotes = [m.span() for m in _QUOTED.finditer(request)]
+    literals = find_literals(request)
     own = {w[:4] for w in words}
 
+    # each sentence's first word: its verb ("Choose PayPal as ..."), capitalised for the
+    # sentence, not for a name
+    starts = {k for k, (_, start) in enumerate(tokens) if k == 0 or re.search(
+        r"[.!?]", request[tokens[k - 1][1] + len(tokens[k - 1][0]):start])}
+
     def is_capital(k: int) -> bool:
-        return 0 < k < len(tokens) and tokens[k][0][:1].isupper()
+        return 0 <= k < len(tokens) and k not in starts and tokens[k][0][:1].isupper()
 
     is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
                 for w in words)
@@ -281,8 +301,8 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
             first, last = tokens[i][0], tokens[j][0]
             if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
                 continue
-            if i == 0 and j == 0 and first[:1].isupper() and len(tokens) > 1:
-                continue  # the request's opening verb ("Send", "Find")
+            if i in starts and j == i and first[:1].isupper() and len(tokens) > 1:
+                continue  # a sentence's opening verb ("Send", "Find")
             start = tokens[i][1]
             end = tokens[j][1] + len(last)
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
@@ -296,7 +316,7 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
             span_words = [t for t, _ in tokens[i:j + 1]]
             # a name: capitalised words, joiners between, and a number right after one of
             # its capitalised words ("Bank of America", "Boeing 777", "BMW 3 Series")
-            capitalised = i != 0 and span_words[0][:1].isupper() \
+            capitalised = i not in starts and span_words[0][:1].isupper() \
                 and span_words[0].lower() not in FILLER and all(
                 t[:1].isupper() or t.lower() in _NAME_JOINERS
                 or (k > 0 and t.isdigit() and span_words[k - 1][:1].isupper())
@@ -313,7 +333,9 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
                 prior -= TOPIC_PENALTY
             elif asks[0] or asks[-1]:
                 prior -= EDGE_PENALTY
-            if i == 0 and len(tokens) > 1 and j > i and not first[:1].isdigit():
+            if not capitalised and i not in starts and _modifies(tokens, i, request, topic):
+                prior -= CUT_PENALTY
+            if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
                 prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value
             if capitalised:  # a whole name beats its parts ("New York", not "New")
                 prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
@@ -329,14 +351,31 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
                 prior -= 2.0  # a piece of a quoted value (the whole quote is offered)
             if any(a < end and start < b for a, b in dates):
                 prior -= 3.0  # dates are offered normalised where a property wants one
+            kind = "id" if _IDLIKE.fullmatch(text) else "span"
             if is_place and _after_place_word(request, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if _IDLIKE.fullmatch(text):
                 prior += 2.0 if is_id else 0.5
+            if labels_literal(request, end, literals) and not any(
+                    a < end and start < b for a, b in (lit.span for lit in literals)):
+                prior -= LABEL_PENALTY
             prior += 2.0 if _near((start, end), cues, request, before=True) else 0.0
-            out.append(Candidate(text, text, "id" if _IDLIKE.fullmatch(text) else "span",
-                                 prior, (start, end)))
+            out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
+
+
+def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
+              topic: frozenset[str]) -> bool:
+    """Whether the word before token `i`, in the same clause, is a lower-case content word
+    that is not the leaf's own: the span cuts a noun phrase after its first word."""
+    if i == 0:
+        return False
+    word, start = tokens[i - 1]
+    lowered = word.lower()
+    if re.search(r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]]):
+        return False
+    return word.islower() and word.isalpha() and lowered not in STOPWORDS \
+        and lowered not in FILLER and lowered[:4] not in topic
 
 
 def _after_place_word(request: str, start: int) -> bool:

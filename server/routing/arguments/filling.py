@@ -10,10 +10,11 @@ candidate for (and any array or object) is written by the model as free JSON und
 one call for all of them: the fallback. Values already given to one property are not offered
 to the next while others remain.
 
-With `ArgumentValues.PRIORS` the candidate with the highest prior is taken with no model call
-(`NONE`, at prior 0, wins an optional property whose candidates all have negative log-odds);
-only the fallback still asks the model. A model whose choices add nothing to the priors (the
-135M default: its calibration says so) saves those calls."""
+With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
+(`assignment.py`: one piece of the request is one value, given to the property it fits best;
+`NONE`, at prior 0, wins an optional property whose candidates all have negative log-odds),
+with no model call; only the fallback still asks the model. A model whose choices add nothing
+to the priors (the 135M default: its calibration says so) saves those calls."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
+from stackroute.server.routing.arguments.assignment import assign_values, clashes
 from stackroute.server.routing.arguments.candidates import (
     Candidate,
     candidates,
@@ -43,7 +45,8 @@ NONE_OPTION = "NONE"
 # at the gold leaf with SmolLM2 (its unbiased choices recorded, the scale applied after): the
 # model alone 2/29 right, scale 1: 15, 1.5: 18, 2 and above: 19 (the priors alone: 19).
 PRIOR_SCALE = 2.0
-_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "id", "language"))
+_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
+                          "language"))
 
 
 @dataclass
@@ -92,26 +95,31 @@ class ArgumentFiller:
         order = required + [n for n in properties if n not in required]
         filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
         conversation = _Conversation(request, leaf)
-        used: set[str] = set()
         rest: list[str] = []
         topic = topic_words(leaf.name, leaf.description or "")
+        menus = {name: candidates(name, _schema_of(properties[name]), request.task,
+                                  siblings=[n for n in properties if n != name], topic=topic)
+                 for name in order}
+        by_priors = self.values is ArgumentValues.PRIORS
+        picks = _assigned_picks(menus, required, properties, request.task) if by_priors else {}
+        used: set[str] = set()
         for name in order:
-            prop = properties[name] if isinstance(properties[name], Mapping) else {}
+            prop = _schema_of(properties[name])
             is_required = name in required
-            found = candidates(name, prop, request.task,
-                               siblings=[n for n in properties if n != name], topic=topic)
-            fresh = [c for c in found if c.text not in used] or found
+            found = menus[name]
+            fresh = found if by_priors else [c for c in found if c.text not in used] or found
             if not fresh:
                 if is_required:
                     rest.append(name)
                 filled.choices.append(ValueChoice(name, "fallback" if is_required
                                                   else "unsupported", 0))
                 continue
-            if not is_required and not _supported(name, prop, fresh, request.task, used):
+            if not is_required and not (name in picks if by_priors else _supported(
+                    name, prop, fresh, request.task, used)):
                 filled.choices.append(ValueChoice(name, "unsupported", len(fresh)))
                 continue
             chosen, probability, usage, is_outside = self._choose(
-                conversation, name, fresh, is_required=is_required)
+                conversation, name, fresh, is_required=is_required, pick=picks.get(name))
             filled.usage = filled.usage + usage
             if is_outside and is_required:  # an engine that ignored the menu: write it
                 rest.append(name)
@@ -123,7 +131,7 @@ class ArgumentFiller:
             filled.arguments[name] = chosen.value
             used.add(chosen.text)
             source = "single" if len(fresh) == 1 and is_required \
-                else "prior" if self.values is ArgumentValues.PRIORS else "model"
+                else "prior" if by_priors else "model"
             filled.choices.append(ValueChoice(name, source, len(fresh), chosen.value,
                                               probability))
         if rest:
@@ -133,9 +141,11 @@ class ArgumentFiller:
         return filled
 
     def _choose(self, conversation: _Conversation, name: str, found: list[Candidate], *,
-                is_required: bool) -> tuple[Candidate | None, float | None, Usage, bool]:
+                is_required: bool, pick: _Pick | None = None,
+                ) -> tuple[Candidate | None, float | None, Usage, bool]:
         """The chosen candidate (None: NONE), its probability, the cost, and whether the
-        engine answered outside the menu (a remote engine may ignore the constraint)."""
+        engine answered outside the menu (a remote engine may ignore the constraint). With
+        `pick` (ArgumentValues.PRIORS) the assignment's value is taken, no model call."""
         options = [c.text for c in found]
         bias = {c.text: c.prior * PRIOR_SCALE for c in found}
         if not is_required and NONE_OPTION not in bias:
@@ -145,10 +155,9 @@ class ArgumentFiller:
         if len(options) == 1:
             conversation.answered(options[0])
             return found[0], None, Usage(), False
-        if self.values is ArgumentValues.PRIORS:  # max() keeps the first of equal priors
-            best = max(options, key=lambda o: bias[o])
-            conversation.answered(best)
-            return next((c for c in found if c.text == best), None), None, Usage(), False
+        if pick is not None:
+            conversation.answered(pick.candidate.text if pick.candidate else NONE_OPTION)
+            return pick.candidate, None, Usage(), False
         result = self.engine.choose(prompt, options, option_bias=bias)
         probability = result.probabilities.get(result.choice)
         if result.choice not in bias:
@@ -187,6 +196,33 @@ class ArgumentFiller:
                    if n in filled.arguments}
         filled.arguments = ordered
         filled.text = json.dumps(ordered, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _Pick:
+    candidate: Candidate | None  # None: the optional property stays out
+
+
+def _assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
+                 properties: Mapping[str, Any], request: str) -> dict[str, _Pick]:
+    """Each property's value by the stable assignment of the priors (`assignment.py`):
+    the required properties first, then the optional ones the request supports, from the
+    values left (an optional property never takes a required one's value)."""
+    must = [n for n in required if menus[n]]
+    picks = {n: _Pick(c) for n, c in zip(
+        must, assign_values([menus[n] for n in must], [False] * len(must)), strict=True)}
+    taken = [p.candidate for p in picks.values() if p.candidate is not None]
+    left = {n: [c for c in found if not any(clashes(c, t) for t in taken)]
+            for n, found in menus.items() if n not in required and found}
+    may = [n for n, found in left.items()
+           if found and _supported(n, _schema_of(properties[n]), found, request, set())]
+    picks |= {n: _Pick(c) for n, c in zip(
+        may, assign_values([left[n] for n in may], [True] * len(may)), strict=True)}
+    return picks
+
+
+def _schema_of(prop: Any) -> Mapping[str, Any]:
+    return prop if isinstance(prop, Mapping) else {}
 
 
 def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], request: str,
