@@ -54,8 +54,8 @@ TOPIC_PENALTY = 1.5  # a span of the leaf's own words (filler between): the ask 
 FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the leaf's words
 EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration in the tropical")
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
-CUT_PENALTY = 0.5  # a span whose noun phrase starts a word earlier ("rainforest" of "tropical
-#                   rainforest"): the whole phrase first
+CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier ("rainforest"
+#                   of "tropical rainforest"; not "2.3" of "version 2.3"): the phrase first
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
@@ -333,7 +333,8 @@ def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
                 prior -= TOPIC_PENALTY
             elif asks[0] or asks[-1]:
                 prior -= EDGE_PENALTY
-            if not capitalised and i not in starts and _modifies(tokens, i, request, topic):
+            if first.isalpha() and first.islower() and i not in starts \
+                    and _modifies(tokens, i, request, topic):
                 prior -= CUT_PENALTY
             if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
                 prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value

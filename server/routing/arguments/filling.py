@@ -204,7 +204,7 @@ class _Pick:
 
 
 def _assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
-                 properties: Mapping[str, Any], request: str) -> dict[str, _Pick]:
+                    properties: Mapping[str, Any], request: str) -> dict[str, _Pick]:
     """Each property's value by the stable assignment of the priors (`assignment.py`):
     the required properties first, then the optional ones the request supports, from the
     values left (an optional property never takes a required one's value)."""

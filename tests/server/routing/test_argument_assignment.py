@@ -47,6 +47,10 @@ def test_a_noun_phrase_is_offered_before_its_head_alone() -> None:
     texts = [c.text for c in candidates("habitat", {"type": "string"},
                                         "Count the birds living in the coastal wetlands.")]
     assert texts.index("coastal wetlands") < texts.index("wetlands")
+    # a number or an id after its label is no piece of a phrase
+    found = candidates("isbn", {"type": "string"},
+                       "Look up the novel with ISBN number 9781234567897.")
+    assert found[0].text == "9781234567897"
 
 
 def value(text: str, prior: float, at: int | None = None) -> Candidate:
