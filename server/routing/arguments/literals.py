@@ -45,8 +45,9 @@ def find_literals(request: str) -> list[Literal]:
 
 
 def labels_literal(request: str, end: int, literals: list[Literal]) -> bool:
-    """Whether the text ending at `end` is followed by a literal, at most "address", "at",
-    "is" or a colon between: "the URL https://…", "IP address 10.0.0.1", "file: a.csv"."""
+    """Whether the text ending at `end` is followed by a literal, at most two of "address",
+    "at", "is", "of", "=" (and a colon or quotes) between: "the URL https://…", "IP address
+    10.0.0.1", "file: a.csv"."""
     for literal in literals:
         if literal.span[0] < end:
             continue
