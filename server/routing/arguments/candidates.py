@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
-from stackroute.server.routing.arguments.literals import find_literals, labels_literal
+from stackroute.server.routing.arguments.literals import Literal, find_literals, labels_literal
 from stackroute.server.routing.arguments.numbers import find_numbers
 
 MAX_SPAN_WORDS = 6
@@ -241,10 +241,11 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
         return out
     for match in _QUOTED.finditer(request):
         out += _quoted(match, _near(match.span(), cues, request, before=True))
+    literals = find_literals(request)
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if _near(lit.span, cues, request, before=True) else 0),
-                      lit.span) for lit in find_literals(request)]
-    out += _spans(request, cues, words, wants_date=wants_date, topic=topic)
+                      lit.span) for lit in literals]
+    out += _spans(request, cues, words, literals, wants_date=wants_date, topic=topic)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
     return out
@@ -273,15 +274,16 @@ def topic_words(name: str, description: str) -> frozenset[str]:
                      if len(w) >= 3 and w.lower() not in STOPWORDS)
 
 
-def _spans(request: str, cues: list[tuple[int, int]], words: list[str], *,
-           wants_date: bool = False, topic: frozenset[str] = frozenset()) -> list[Candidate]:
+def _spans(request: str, cues: list[tuple[int, int]], words: list[str],
+           literals: list[Literal], *, wants_date: bool = False,
+           topic: frozenset[str] = frozenset()) -> list[Candidate]:
     """Word spans; none that cuts into a date for a property that wants a date (it has the
-    date's normalised forms instead: "January 7" is not a check-out date)."""
+    date's normalised forms instead: "January 7" is not a check-out date). `literals`: the
+    request's (`find_literals`), whose labels are held back."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
     tokens = [(t, start) for t, start in tokens if t]
     dates = [d.span for d in find_dates(request)]
     quotes = [m.span() for m in _QUOTED.finditer(request)]
-    literals = find_literals(request)
     own = {w[:4] for w in words}
 
     # each sentence's first word: its verb ("Choose PayPal as ..."), capitalised for the
