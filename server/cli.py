@@ -9,7 +9,9 @@ from stackroute.server.commands import calibrate, catalog, routing, service
 from stackroute.server.commands import mcp as mcp_commands
 from stackroute.server.commands.common import limit_threads
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# help text is plain text: "[default: 8000]" and "stackroute[qwen]" are shown, not read as
+# rich markup (typer's default, which swallows them)
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Hierarchical tool routing on a local model.")
 
 app.command()(catalog.lint)
@@ -22,7 +24,7 @@ app.command()(service.serve)
 app.command()(calibrate.calibrate)
 app.command("mcp")(mcp_commands.mcp)
 # `stackroute catalog …`: commands that make catalogs from elsewhere
-catalog_app = typer.Typer(no_args_is_help=True, help="Make catalogs from other tool sources.")
+catalog_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Make catalogs from other tool sources.")
 catalog_app.command("import-mcp")(mcp_commands.import_mcp)
 app.add_typer(catalog_app, name="catalog")
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
