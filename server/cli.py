@@ -24,7 +24,8 @@ app.command()(service.serve)
 app.command()(calibrate.calibrate)
 app.command("mcp")(mcp_commands.mcp)
 # `stackroute catalog …`: commands that make catalogs from elsewhere
-catalog_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Make catalogs from other tool sources.")
+catalog_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                          help="Make catalogs from other tool sources.")
 catalog_app.command("import-mcp")(mcp_commands.import_mcp)
 app.add_typer(catalog_app, name="catalog")
 app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},

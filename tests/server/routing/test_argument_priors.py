@@ -8,11 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from stackroute.server.routing.arguments.candidates import (
-    OPENING_PENALTY,
-    SIBLING_PENALTY,
-    candidates,
-)
+from stackroute.server.routing.arguments.candidates import SIBLING_PENALTY, candidates
+from stackroute.server.routing.arguments.spans import OPENING_PENALTY
 
 POST = 'Tell me the engagement metrics for the Facebook post with the ID "rOBhSVKGVKe.'
 

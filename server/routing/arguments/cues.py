@@ -1,0 +1,55 @@
+"""Where a request names a property: the property's own words, where the request says them,
+and whether a value stands next to one ("with ID X", "the Sales team")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is are be as
+into about than then that this these those it its my me i you your we our please can could
+would will shall should do does did get give show tell find set make let up out over under all
+any some what which who whom whose where when how if via per using use""".split())  # noqa: SIM905
+QUOTED = re.compile(r"\"([^\"]+)\"?|'([^']+)'|“([^”]+)”")
+# between a value and its property's name after it: nothing ("the Sales team"), or "as"
+# ("PayPal as your payment method")
+LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
+
+
+def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
+    """The property's own words: its name split at _ and camelCase (lower case)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    return [w.lower() for w in spaced.split() if w and w.lower() not in STOPWORDS]
+
+
+def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
+    """Where the request names the property (a word of its name, 4-letter stem): each such
+    word's span, so a value right after it ("with ID X", "age of 63") or right before it
+    ("the Sales team", "the 'income' dataset") can be favoured."""
+    out = []
+    for match in re.finditer(r"[A-Za-z]+", request):
+        word = match[0].lower()
+        if any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
+               for w in words):
+            out.append(match.span())
+    return out
+
+
+def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
+          before: bool = False) -> bool:
+    """A cue word ends at most a few function words before `span`; with `before`, also: a
+    cue word follows `span` directly (the value names its kind's noun: "the Sales team") or
+    after "as" ("PayPal as your payment method")."""
+    for start, end in cues:
+        if before and span[1] <= start and LABELS_BEFORE.fullmatch(
+                request[span[1]:start].strip(" \"'“”‘’").lower()):
+            return True
+        if end <= span[0]:
+            between = request[end:span[0]].lower().split()
+            between = [w.strip(".,:;\"'()[]") for w in between]
+            if len(between) <= 3 and all(w in STOPWORDS or w in ("is", "named", "called", "id",
+                                                                  "number", "no", "#")
+                                         for w in between if w):
+                return True
+    return False
