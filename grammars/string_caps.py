@@ -45,15 +45,12 @@ from functools import cache
 from typing import Any
 
 from stackroute.grammars.regex_bounds import UnboundablePattern, bound_pattern
+from stackroute.grammars.schema_walk import walk_schema
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_STRING_CHARS = 64
 
-_SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else",
-                   "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
-_SUBSCHEMA_LIST_KEYS = ("prefixItems", "anyOf", "oneOf", "allOf")
-_SUBSCHEMA_MAP_KEYS = ("properties", "patternProperties", "$defs", "definitions")
 _SHAPED_KEYS = ("maxLength", "enum", "const", "pattern")
 BOUNDED_FORMATS = frozenset({"date", "time", "date-time", "full-date", "full-time", "uuid",
                              "ipv4", "ipv6"})
@@ -65,13 +62,11 @@ def cap_string_lengths(schema: Mapping[str, Any], max_chars: int) -> dict[str, A
     if max_chars < 1:
         raise ValueError(f"max_chars must be at least 1; got {max_chars}")
     capped: dict[str, Any] = copy.deepcopy(dict(schema))
-    _cap(capped, max_chars)
+    walk_schema(capped, lambda node: _cap(node, max_chars))
     return capped
 
 
-def _cap(node: Any, max_chars: int) -> None:
-    if not isinstance(node, dict):
-        return
+def _cap(node: dict[str, Any], max_chars: int) -> None:
     kind = node.get("type")
     is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
     fmt = node.get("format")
@@ -89,16 +84,6 @@ def _cap(node: Any, max_chars: int) -> None:
         _bound_pattern(node, node.get("maxLength", max_chars))
     elif is_string and not any(key in node for key in _SHAPED_KEYS):
         node["maxLength"] = max_chars
-    for key in _SUBSCHEMA_KEYS:
-        _cap(node.get(key), max_chars)
-    for key in _SUBSCHEMA_LIST_KEYS:
-        for child in node.get(key) or ():
-            _cap(child, max_chars)
-    for key in _SUBSCHEMA_MAP_KEYS:
-        children = node.get(key)
-        if isinstance(children, dict):
-            for child in children.values():
-                _cap(child, max_chars)
 
 
 def _bound_pattern(node: dict[str, Any], limit: int) -> None:

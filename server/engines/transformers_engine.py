@@ -25,17 +25,14 @@ from pathlib import Path
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.menu import CompiledMenu
+from stackroute.grammars.number_caps import bounded_schema
 from stackroute.grammars.schema import (
     CompiledGrammar,
     compile_regex,
     compile_schema,
     grammar_tokenizer_info,
 )
-from stackroute.grammars.string_caps import (
-    DEFAULT_MAX_STRING_CHARS,
-    cap_string_lengths,
-    has_string_at_cap,
-)
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS, has_string_at_cap
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
@@ -125,7 +122,7 @@ class TransformersEngine(LocalEngine):
             cap = self.max_string_chars
             key = ("json", cap, json.dumps(schema, sort_keys=True))
             return self.grammars.get_or_compile(key, self.fingerprint, lambda: compile_schema(
-                schema if cap is None else cap_string_lengths(schema, cap), self.grammar_info))
+                bounded_schema(schema, cap), self.grammar_info))
         if constraint.kind is ConstraintKind.REGEX:
             pattern = constraint.pattern or ""
             return self.grammars.get_or_compile(

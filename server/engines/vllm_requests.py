@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stackroute.grammars.string_caps import cap_string_lengths
+from stackroute.grammars.number_caps import bounded_schema
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,
@@ -26,9 +26,9 @@ from stackroute.server.engines.rendering import ChatRenderer
 
 def sampling_params(constraint: Constraint | None, sampling: SamplingOptions, *,
                     end_of_turn_id: int, max_string_chars: int | None) -> Any:
-    """vLLM's `SamplingParams` for one request (structured outputs for a constraint; JSON
-    strings without a `maxLength` capped at `max_string_chars`, as the transformers engine
-    caps them)."""
+    """vLLM's `SamplingParams` for one request (structured outputs for a constraint; numbers
+    bounded and JSON strings without a `maxLength` capped at `max_string_chars`, as the
+    transformers engine bounds them)."""
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
@@ -40,9 +40,7 @@ def sampling_params(constraint: Constraint | None, sampling: SamplingOptions, *,
             structured = StructuredOutputsParams(regex=constraint.pattern or "")
         else:
             schema = constraint.schema or EMPTY_OBJECT_SCHEMA
-            structured = StructuredOutputsParams(json=dict(
-                schema if max_string_chars is None
-                else cap_string_lengths(schema, max_string_chars)))
+            structured = StructuredOutputsParams(json=bounded_schema(schema, max_string_chars))
     return SamplingParams(
         max_tokens=sampling.max_tokens, temperature=sampling.temperature,
         stop=list(sampling.stop) or None, seed=sampling.seed,
