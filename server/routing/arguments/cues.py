@@ -15,6 +15,9 @@ QUOTED = re.compile(r"\"([^\"]+)\"?|'([^']+)'|“([^”]+)”")
 # between a value and its property's name after it: nothing ("the Sales team"), or "as"
 # ("PayPal as your payment method")
 LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
+# words between a property's name and its value: "named X", "ID no. 5", "located at /a/b"
+_CONNECTORS = frozenset(("is", "named", "called", "id", "number", "no", "#", "located", "found",
+                         "stored", "hosted", "saved", "available"))
 
 
 def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
@@ -48,8 +51,7 @@ def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
         if end <= span[0]:
             between = request[end:span[0]].lower().split()
             between = [w.strip(".,:;\"'()[]") for w in between]
-            if len(between) <= 3 and all(w in STOPWORDS or w in ("is", "named", "called", "id",
-                                                                  "number", "no", "#")
+            if len(between) <= 3 and all(w in STOPWORDS or w in _CONNECTORS
                                          for w in between if w):
                 return True
     return False

@@ -32,6 +32,7 @@ EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration i
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
 CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier ("rainforest"
 #                   of "tropical rainforest"; not "2.3" of "version 2.3"): the phrase first
+UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg", "6 items")
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
 
 
@@ -108,6 +109,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             if first.isalpha() and first.islower() and i not in starts \
                     and _modifies(tokens, i, request, topic):
                 prior -= CUT_PENALTY
+            if first.isalpha() and first.islower() and _counts(tokens, i, request):
+                prior -= UNIT_PENALTY
             if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
                 prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value
             if capitalised:  # a whole name beats its parts ("New York", not "New")
@@ -149,6 +152,16 @@ def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
         return False
     return word.islower() and word.isalpha() and lowered not in STOPWORDS \
         and lowered not in FILLER and lowered[:4] not in topic
+
+
+def _counts(tokens: list[tuple[str, int]], i: int, request: str) -> bool:
+    """Whether token `i` follows a number in the same clause: the number's unit or what it
+    counts ("weighing 31.5 kg", "a list of 6 items"), not a value of its own."""
+    if i == 0:
+        return False
+    word, start = tokens[i - 1]
+    return bool(re.fullmatch(r"[$€£]?\d[\d,.]*[kKMB%]?", word)) and not re.search(
+        r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]])
 
 
 def _after_place_word(request: str, start: int) -> bool:

@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from stackroute.server.routing.arguments.candidates import SIBLING_PENALTY, candidates
+from stackroute.server.routing.arguments.candidates import (
+    LITERAL_PRIOR,
+    SIBLING_PENALTY,
+    candidates,
+)
 from stackroute.server.routing.arguments.spans import OPENING_PENALTY
 
 POST = 'Tell me the engagement metrics for the Facebook post with the ID "rOBhSVKGVKe.'
@@ -161,3 +165,21 @@ def test_a_piece_of_a_quoted_value_ranks_below_the_quote() -> None:
     found = {c.text: c.prior for c in candidates("target_audience", {"type": "string"}, request)}
     assert found["professionals"] > found["Savings Spectacular"]
     assert found["Spring Savings Spectacular"] > found["Savings Spectacular"]
+
+
+def test_a_numbers_unit_is_not_a_value_of_its_own() -> None:
+    # dev-easy-86: "weighing 31.5 kg" gave `surgical_procedure` "kg"
+    for request, unit, value in (("Schedule a patient weighing 80 kg for surgery", "kg",
+                                  "surgery"),
+                                 ("Pack a list of 6 items and a torch", "items", "torch")):
+        found = texts("gear", request, 48)
+        assert found.index(value) < found.index(unit), found
+
+
+def test_a_value_found_or_located_after_its_label_is_cued() -> None:
+    # dev-easy-126: "the circuit file located at 192.168.204.87"
+    for request in ("Scan the report file located at 10.0.0.5 tonight",
+                    "Scan the report file found at 10.0.0.5 tonight",
+                    "Scan the report file stored at 10.0.0.5 tonight"):
+        found = {c.text: c.prior for c in candidates("report_file", {"type": "string"}, request)}
+        assert found["10.0.0.5"] == LITERAL_PRIOR + 1.5, request
