@@ -130,7 +130,10 @@ def routing_row(machine: StackMachine, tree: CapabilityTree, query: Query) -> di
                                                                      result.arguments],
                         "routed": result.is_success, "exact": result.is_args_success,
                         "model_calls": state.usage.model_calls, "wall_ms": round(wall_ms, 1),
-                        "params": result.params.to_dict(), "outcome": result.outcome}}
+                        "params": result.params.to_dict(), "outcome": result.outcome,
+                        # decisions the evidence took after a frame's BACKs (recovery.py)
+                        "recalls": sum(1 for e in state.trace if e.kind.value == "route"
+                                       and "recall" in e.detail)}}
 
 
 def summarise(results: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:

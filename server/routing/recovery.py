@@ -15,7 +15,13 @@ the evidence prior and, optionally, the neutral contrast). Then, in this order:
    is cached), score each reached leaf by its path's log-probability, take the best, and keep
    the path as the plan;
 4. **fallback**: `DONE` at the root before any call, while the evidence has a leaf at or above
-   `fallback_min_score` under a child still on the menu, routes to that leaf (a plan, no calls).
+   `fallback_min_score` under a child still on the menu, routes to that leaf (a plan, no calls);
+5. **recall** (before any of these, no model call): in a frame the model has already left
+   `recall_after_backs` branches of with `BACK`, the evidence decides: its best remaining leaf
+   under the menu's children (a plan, when it scores at least `fallback_min_score`), else
+   `BACK` (a better one is elsewhere) or, at the root, `DONE`. Without it a model that
+   disagrees with the evidence tries sibling after sibling, each entered and left, until the
+   step limit ends the run with no call (measured on Seal-Tools test: 14-32 model calls).
 Before all of these, **finish** (`finish.py`): once the run's calls cover what the request
 asks, every frame answers `DONE` without a model call.
 
@@ -72,6 +78,8 @@ class RecoveryOptions:
     # global fallback
     is_fallback_enabled: bool = True
     fallback_min_score: float = 0.35
+    # recall: the evidence decides in a frame after this many BACKs (None: off)
+    recall_after_backs: int | None = 2
     # finish: DONE with no model call once every part of the request that asks for a
     # capability has had its call (finish.py)
     is_finish_enabled: bool = True
@@ -157,6 +165,9 @@ class RecoveryPolicy:
         planned = self._follow_plan(request)
         if planned is not None:
             return planned
+        recalled = self._recall(request)
+        if recalled is not None:
+            return recalled
         scored = self.scorer.score(request)
         detail = scored.detail(top_k=self.options.top_k)
         usage = scored.usage
@@ -223,6 +234,41 @@ class RecoveryPolicy:
 
     def _remember(self, run_id: str, plan: Plan) -> None:
         self._plans.put(run_id, plan)
+
+    # -- recall ----------------------------------------------------------------------------------
+    def _recall(self, request: RoutingRequest) -> MenuStep | None:
+        after = self.options.recall_after_backs
+        menu = request.menu
+        if after is None or menu.is_shortlisted or not self.options.is_backtracking_enabled:
+            return None
+        abandoned = [c.name for c in request.node.children if c.name not in menu.children]
+        if len(abandoned) < after:
+            return None
+        evidence = self.scorer.evidence_for(request)
+        if evidence is None:
+            return None
+        remaining = evidence.without(request.calls)
+        best: tuple[str, float] | None = None
+        for name in menu.children:
+            leaf, score = remaining.best(request.child(name).path_str)
+            if best is None or score > best[1]:
+                best = (leaf, score)
+        here = request.node.path_str
+        outside = remaining.outside_score(here) if here else -math.inf
+        detail: dict[str, Any] = {"recall": {"abandoned": abandoned}}
+        if best is not None and best[1] >= self.options.fallback_min_score \
+                and best[1] >= outside:
+            path = tuple(best[0].split(PATH_SEP))
+            detail["recall"] |= {"leaf": best[0], "score": round(best[1], 4)}
+            if len(path) > request.node.depth + 1:
+                self._remember(request.run_id, Plan(path, PlanReason.FALLBACK))
+            return MenuStep(path[request.node.depth], None, None, Usage(), detail)
+        state = CompletionState.BACK if CompletionState.BACK.value in menu \
+            else CompletionState.DONE
+        if state.value not in menu:
+            return None
+        detail["recall"]["best_elsewhere"] = round(outside, 4) if here else None
+        return MenuStep(state.value, None, None, Usage(), detail)
 
     # -- backtracking ----------------------------------------------------------------------------
     def _backtrack_reason(self, request: RoutingRequest, scored: ScoredMenu) -> str | None:

@@ -173,6 +173,40 @@ def test_backtracking_only_in_fresh_inner_frames() -> None:
     assert policy.decide(requests[0]).choice == "billing"  # the root never backtracks
 
 
+# -- recall: the evidence decides a frame after its BACKs ------------------------------------
+
+@pytest.mark.parametrize(("after", "calls"), [(1, ["billing/pay_water"]), (None, ["weather"])])
+def test_after_its_backs_the_evidence_decides_the_frame(after: int | None,
+                                                       calls: list[str]) -> None:
+    # a model sure of the wrong branches: transfers (left with BACK), then the weather leaf
+    engine = LogitEngine(then_done({"transfers": 40.0, "weather": 30.0, "split_rent": 1.0}))
+    state = run(house_tree(), engine, WATER, evidence_weight=0.0, is_fallback_enabled=False,
+                recall_after_backs=after)
+    assert called(state) == calls
+    if after is not None:
+        assert routes(state)[:4] == [("", "transfers"), ("transfers", "BACK"), ("", "billing"),
+                                     ("billing", "pay_water")]
+        recall = route_details(state)[2]["recall"]
+        assert recall["abandoned"] == ["transfers"] and recall["leaf"] == "billing/pay_water"
+        events = [e for e in state.trace if e.kind.value == "route"]
+        assert events[2].usage is not None and events[2].usage["model_calls"] == 0
+        assert route_details(state)[3]["plan"]["reason"] == "fallback"
+
+
+@pytest.mark.parametrize(("after", "calls"), [(2, []), (None, ["weather"])])
+def test_with_its_branches_spent_an_out_of_scope_request_ends_with_no_call(
+        after: int | None, calls: list[str]) -> None:
+    # the model opens branch after branch and goes BACK from each; nothing fits the request
+    engine = LogitEngine(then_done({"transfers": 40.0, "billing": 30.0, "BACK": 50.0,
+                                    "DONE": -10.0}))
+    state = run(house_tree(), engine, "what is the capital of peru", evidence_weight=0.0,
+                recall_after_backs=after)
+    assert called(state) == calls
+    if after is not None:
+        assert routes(state)[-1] == ("", "DONE")
+        assert route_details(state)[-1]["recall"]["abandoned"] == ["billing", "transfers"]
+
+
 # -- beam over branches -----------------------------------------------------------------------
 
 BEAM_LOGITS = {"billing": 0.1, "transfers": 0.0, "weather": -5.0, "DONE": -5.0,
