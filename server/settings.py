@@ -115,6 +115,10 @@ class ServerSettings(BaseSettings):
         "fitted check (the model's calibration, its `abstention` object) says nothing fits "
         "(server/routing/abstention.py): true where the calibration has a check | false | "
         "none: as the calibration says (its `is_default`, set from the measured numbers)")
+    recall_after_backs: int | None = Field(
+        None, ge=0, description="guided policy: after this many BACKs in a frame the leaf "
+        "evidence decides it with no model call (its best remaining leaf, else BACK, else DONE "
+        "at the root; server/routing/recovery.py); 0: off; none: the calibration's (2)")
     argument_values: ArgumentValues | None = Field(
         None, description="who picks each argument value among the values the request holds "
         "(server/routing/arguments/filling.py): model (a constrained choice, the candidates' "
@@ -294,7 +298,8 @@ class ServerSettings(BaseSettings):
                               prompt_order=self.prompt_order,
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               max_argument_tokens=self.max_argument_tokens,
-                              abstain=self.abstain, argument_values=self.argument_values)
+                              abstain=self.abstain, argument_values=self.argument_values,
+                              recall_after_backs=self.recall_after_backs)
 
     @classmethod
     def default(cls, name: str) -> Any:

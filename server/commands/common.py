@@ -61,6 +61,10 @@ AbstainOpt = Annotated[bool | None, typer.Option(
     "--abstain/--no-abstain", help="guided policy: before the first leaf call, end the run "
     "with no call when the model's fitted check says no leaf fits the request; default: as "
     "the model's calibration says (the abstain setting)")]
+RecallOpt = Annotated[int | None, typer.Option(
+    "--recall-after-backs", min=0, help="guided policy: after this many BACKs in a frame the "
+    "leaf evidence decides it, with no model call; 0: off; default: the model's calibration's "
+    "(2; the recall_after_backs setting)")]
 ArgumentValuesOpt = Annotated[str | None, typer.Option(
     "--argument-values", help="who picks each argument value among those the request holds: "
     "model (a constrained choice) | priors (the candidates' priors alone, no model call); "
@@ -189,6 +193,7 @@ class RoutingFlags:
     shortlist_margin: float | None = None
     abstain: bool | None = None  # None: the settings' default
     argument_values: ArgumentValues | None = None  # None: the settings' default
+    recall_after_backs: int | None = None  # None: the settings' default (0: off)
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
@@ -196,7 +201,8 @@ class RoutingFlags:
               unwinding: bool | None = None, prompt_order: str | None = None,
               shortlist: bool | None = None, shortlist_margin: float | None = None,
               abstain: bool | None = None,
-              argument_values: str | None = None) -> RoutingFlags:
+              argument_values: str | None = None,
+              recall_after_backs: int | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
@@ -209,7 +215,8 @@ class RoutingFlags:
                    shortlist=shortlist, shortlist_margin=shortlist_margin,
                    abstain=abstain,
                    argument_values=None if argument_values is None
-                   else _parse(ArgumentValues, "--argument-values", argument_values))
+                   else _parse(ArgumentValues, "--argument-values", argument_values),
+                   recall_after_backs=recall_after_backs)
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -220,7 +227,8 @@ class RoutingFlags:
                               calibration=self.calibration, speculation=self.speculation,
                               unwinding=self.unwinding, prompt_order=self.prompt_order,
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
-                              abstain=self.abstain, argument_values=self.argument_values)
+                              abstain=self.abstain, argument_values=self.argument_values,
+                              recall_after_backs=self.recall_after_backs)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

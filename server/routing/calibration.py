@@ -108,7 +108,8 @@ def router_options(model: str, *, policy: Policy | None = None,
                    shortlist: bool | None = None,
                    shortlist_margin: float | None = None,
                    abstain: bool | None = None,
-                   argument_values: ArgumentValues | None = None) -> RouterOptions:
+                   argument_values: ArgumentValues | None = None,
+                   recall_after_backs: int | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
@@ -117,7 +118,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     fails with the package's name rather than quietly routing plain. `speculation`,
     `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py).
     `argument_values` None: the setting's; None there too: the calibration's under the guided
-    policy (plain is the model alone, the paper's router), else the model's choice."""
+    policy (plain is the model alone, the paper's router), else the model's choice.
+    `recall_after_backs` None: the setting's; None there too: the calibration's (0: off)."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -145,6 +147,11 @@ def router_options(model: str, *, policy: Policy | None = None,
                                 else file.path.name)
     # `abstain` None: the setting's; None there too: the calibration's fitted check where
     # the calibration turns it on (abstention.py; guided policy only).
+    if recall_after_backs is None:
+        recall_after_backs = ServerSettings.default("recall_after_backs")
+    if options.recovery is not None and recall_after_backs is not None:
+        options = replace(options, recovery=replace(
+            options.recovery, recall_after_backs=recall_after_backs or None))
     if abstain is None:
         abstain = ServerSettings.default("abstain")
     if options.recovery is not None:

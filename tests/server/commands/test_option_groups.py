@@ -57,7 +57,7 @@ def test_a_command_gets_the_values_its_groups_build() -> None:
     result = CliRunner().invoke(cli, [
         "probe", "hello", "--model", "m.gguf", "--dtype", "float32", "--engine-arg", "a=1",
         "--policy", "plain", "--speculation", "evidence", "--argument-values", "priors",
-        "--json"])
+        "--recall-after-backs", "0", "--json"])
     assert result.exit_code == 0, result.output
     [(engine, routing, as_json)] = seen
     assert (engine.engine, engine.model, engine.base_url) == ("transformers", "m.gguf", None)
@@ -65,6 +65,7 @@ def test_a_command_gets_the_values_its_groups_build() -> None:
     assert routing.policy is Policy.PLAIN
     assert routing.speculation is DraftSource.EVIDENCE
     assert routing.argument_values is ArgumentValues.PRIORS
+    assert routing.recall_after_backs == 0
     assert as_json is True
 
 

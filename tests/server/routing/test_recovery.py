@@ -8,6 +8,7 @@ test runs the embedded model and the real embedder on a small generated catalog.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from typing import Any
@@ -394,3 +395,25 @@ def test_real_model_and_embedder_record_confidence_and_recover(engine: Any,
         assert planned.decision == beam["candidates"][[c["child"] for c in beam["candidates"]]
                                                       .index(beam["chosen"])]["leaf"] \
             .split("/")[-1]
+
+
+def test_recall_comes_from_the_calibration_and_the_flag_or_setting_overrides(
+        tmp_path: Any) -> None:
+    from stackroute.server.routing.calibration import router_options
+    from stackroute.server.settings import ServerSettings
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"model": "m", "options": {}, "measured": {}}), encoding="utf-8")
+
+    def recall(options: RouterOptions) -> int | None:
+        assert options.recovery is not None
+        return options.recovery.recall_after_backs
+
+    assert recall(router_options("m", calibration=path)) == 2  # RecoveryOptions' default
+    path.write_text(json.dumps({"model": "m", "options": {"recall_after_backs": 3}}),
+                    encoding="utf-8")
+    assert recall(router_options("m", calibration=path)) == 3
+    assert recall(router_options("m", calibration=path, recall_after_backs=1)) == 1
+    assert recall(router_options("m", calibration=path, recall_after_backs=0)) is None  # off
+    settings = ServerSettings(recall_after_backs=0, calibration=path)
+    assert recall(settings.router_options("m")) is None
