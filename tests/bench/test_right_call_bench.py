@@ -76,3 +76,25 @@ def test_smoke_makes_two_dev_calls_at_the_gold_leaf(tmp_path: Path) -> None:
     for row in body["results"]:
         assert set(row["candidates"]) >= {"arguments", "model_calls", "exact", "params"}
         assert row["gold"]  # gold arguments, compared after schema coercion
+
+
+def test_a_routing_row_counts_the_decisions_the_evidence_recalled() -> None:
+    from doubles import LogitEngine, then_done
+    from recovery_kit import evidence_source, house_tree
+    from stackroute.bench.experiments.right_call import routing_row
+    from stackroute.server.routing.options import DraftSource, RouterOptions
+    from stackroute.server.routing.recovery import RecoveryOptions
+    from stackroute.server.routing.router import build_machine
+    from stackroute.server.tools.evaluate import Query
+
+    tree = house_tree()
+    engine = LogitEngine(then_done({"transfers": 40.0, "weather": 30.0, "split_rent": 1.0}))
+    options = RouterOptions(recovery=RecoveryOptions(
+        evidence_weight=0.0, is_fallback_enabled=False, recall_after_backs=1),
+        speculation=DraftSource.OFF)
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    query = Query(id="q", query="Pay the water bill now", gold=("billing/pay_water",),
+                  args=None, tags=())
+    row = routing_row(machine, tree, query)["routing"]
+    assert row["called"] == ["billing/pay_water"] and row["routed"]
+    assert row["recalls"] == 1
