@@ -145,13 +145,14 @@ def router_options(model: str, *, policy: Policy | None = None,
                                 unwinding=unwinding, max_argument_tokens=max_argument_tokens,
                                 calibration="built-in defaults" if file is None
                                 else file.path.name)
-    # `abstain` None: the setting's; None there too: the calibration's fitted check where
-    # the calibration turns it on (abstention.py; guided policy only).
+    # `recall_after_backs` None: the setting's; None there too: the calibration's (recovery.py)
     if recall_after_backs is None:
         recall_after_backs = ServerSettings.default("recall_after_backs")
     if options.recovery is not None and recall_after_backs is not None:
         options = replace(options, recovery=replace(
             options.recovery, recall_after_backs=recall_after_backs or None))
+    # `abstain` None: the setting's; None there too: the calibration's fitted check where
+    # the calibration turns it on (abstention.py; guided policy only).
     if abstain is None:
         abstain = ServerSettings.default("abstain")
     if options.recovery is not None:
