@@ -40,7 +40,7 @@ def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
 
 
 def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
-          before: bool = False) -> bool:
+         before: bool = False) -> bool:
     """A cue word ends at most a few function words before `span`; with `before`, also: a
     cue word follows `span` directly (the value names its kind's noun: "the Sales team") or
     after "as" ("PayPal as your payment method")."""

@@ -36,7 +36,6 @@ UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
 
 
-
 def topic_words(name: str, description: str) -> frozenset[str]:
     """A leaf's own words, 4-letter stems: its name split at _ and camelCase, and its
     description's words, function words left out."""
