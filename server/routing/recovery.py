@@ -42,7 +42,7 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.speculation import opened_child
 from stackroute.runtime.tree import PATH_SEP, Node
 from stackroute.runtime.usage import Usage
-from stackroute.server.embeddings.leaf_index import Aggregate
+from stackroute.server.embeddings.leaf_index import Aggregate, Evidence
 from stackroute.server.routing.contrast import is_fresh, is_opening
 from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
@@ -250,11 +250,7 @@ class RecoveryPolicy:
         if evidence is None:
             return None
         remaining = evidence.without(request.calls)
-        best: tuple[str, float] | None = None
-        for name in menu.children:
-            leaf, score = remaining.best(request.child(name).path_str)
-            if best is None or score > best[1]:
-                best = (leaf, score)
+        best = _best_on_menu(request, remaining)
         here = request.node.path_str
         outside = remaining.outside_score(here) if here else -math.inf
         detail: dict[str, Any] = {"recall": {"abandoned": abandoned}}
@@ -360,15 +356,21 @@ class RecoveryPolicy:
                   ) -> tuple[tuple[str, ...], float] | None:
         if not self.options.is_fallback_enabled or scored.evidence is None:
             return None
-        best: tuple[tuple[str, ...], float] | None = None
-        for name in request.menu.children:
-            child = request.child(name)
-            leaf, score = scored.evidence.best(child.path_str)
-            if best is None or score > best[1]:
-                best = (tuple(leaf.split(PATH_SEP)), score)
+        best = _best_on_menu(request, scored.evidence)
         if best is None or best[1] < self.options.fallback_min_score:
             return None
-        return best
+        return tuple(best[0].split(PATH_SEP)), best[1]
+
+
+def _best_on_menu(request: RoutingRequest, evidence: Evidence) -> tuple[str, float] | None:
+    """The evidence's best leaf under the children still on `request`'s menu, and its score
+    (None: no child on the menu)."""
+    best: tuple[str, float] | None = None
+    for name in request.menu.children:
+        leaf, score = evidence.best(request.child(name).path_str)
+        if best is None or score > best[1]:
+            best = (leaf, score)
+    return best
 
 
 def child_request(request: RoutingRequest, child: Node) -> RoutingRequest:
