@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from stackroute.grammars.schema_walk import walk_schema
-from stackroute.grammars.string_caps import cap_string_lengths
 
 MAX_INTEGER = 10 ** 15 - 1
 MAX_NUMBER = 10 ** 15
@@ -32,13 +31,6 @@ def cap_number_sizes(schema: Mapping[str, Any]) -> dict[str, Any]:
     capped: dict[str, Any] = copy.deepcopy(dict(schema))
     walk_schema(capped, _cap)
     return capped
-
-
-def bounded_schema(schema: Mapping[str, Any], max_string_chars: int | None) -> dict[str, Any]:
-    """What an engine constrains generation with: `schema` with its numbers bounded and (unless
-    `max_string_chars` is None) its strings capped (`string_caps.py`)."""
-    return cap_number_sizes(schema if max_string_chars is None
-                            else cap_string_lengths(schema, max_string_chars))
 
 
 def _cap(node: dict[str, Any]) -> None:

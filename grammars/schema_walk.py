@@ -1,5 +1,5 @@
 """Every subschema of a JSON schema, for the rewrites that bound what generation may write
-(`string_caps.py`, `number_caps.py`)."""
+(`container_caps.py`, `string_caps.py`, `number_caps.py`)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ from stackroute.bench.peers.workload import (
     ModelCall,
 )
 from stackroute.bench.peers.xgrammar_peer import common_prefix_len, menu_ebnf
-from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS, cap_string_lengths
+from stackroute.grammars.bounded import bounded_schema
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.engines.model_store import find_default_gguf
 
 N_BATCH = 512
@@ -57,9 +58,7 @@ class LlamaCppSystem:
                 self.grammars[key] = LlamaGrammar.from_string(menu_ebnf(call.options),
                                                               verbose=False)
             return self.grammars[key]
-        schema = dict(call.schema or {})
-        if self.max_string_chars is not None:
-            schema = cap_string_lengths(schema, self.max_string_chars)
+        schema = bounded_schema(call.schema or {}, self.max_string_chars)  # as ours does
         key = "json:" + json.dumps(schema, sort_keys=True)
         if key not in self.grammars:
             self.grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema),

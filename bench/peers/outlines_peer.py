@@ -21,7 +21,8 @@ from stackroute.bench.peers.workload import (
     CallKind,
     ModelCall,
 )
-from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS, cap_string_lengths
+from stackroute.grammars.bounded import bounded_schema
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 
 
 class OutlinesSystem:
@@ -48,9 +49,7 @@ class OutlinesSystem:
                 self.generators[key] = outlines.Generator(
                     self.model, Literal[tuple(call.options)])  # type: ignore[valid-type]
             return self.generators[key]
-        schema = dict(call.schema or {})
-        if self.max_string_chars is not None:
-            schema = cap_string_lengths(schema, self.max_string_chars)
+        schema = bounded_schema(call.schema or {}, self.max_string_chars)  # as ours does
         key = "json:" + json.dumps(schema, sort_keys=True)
         if key not in self.generators:
             from outlines.types import JsonSchema

@@ -22,7 +22,8 @@ from stackroute.bench.peers.workload import (
     CallKind,
     ModelCall,
 )
-from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS, cap_string_lengths
+from stackroute.grammars.bounded import bounded_schema
+from stackroute.grammars.string_caps import DEFAULT_MAX_STRING_CHARS
 from stackroute.server.engines.kv_compat import kv_keyword
 
 COMPACT_SEPARATORS = (",", ":")
@@ -72,9 +73,7 @@ class XgrammarSystem:
             if key not in self.grammars:
                 self.grammars[key] = self.compiler.compile_grammar(menu_ebnf(call.options))
             return self.grammars[key]
-        schema = dict(call.schema or {})
-        if self.max_string_chars is not None:
-            schema = cap_string_lengths(schema, self.max_string_chars)
+        schema = bounded_schema(call.schema or {}, self.max_string_chars)  # as ours does
         key = "json:" + json.dumps(schema, sort_keys=True)
         if key not in self.grammars:
             self.grammars[key] = self.compiler.compile_json_schema(

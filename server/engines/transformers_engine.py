@@ -22,10 +22,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from stackroute.grammars.bounded import bounded_schema
 from stackroute.grammars.cache import ConstraintCache, tokenizer_fingerprint
 from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.menu import CompiledMenu
-from stackroute.grammars.number_caps import bounded_schema
 from stackroute.grammars.schema import (
     CompiledGrammar,
     compile_regex,

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stackroute.grammars.number_caps import bounded_schema
+from stackroute.grammars.bounded import bounded_schema
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import (
     EMPTY_OBJECT_SCHEMA,

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-MODULES = ["cache", "decode", "jump_forward", "menu", "number_caps", "regex_bounds", "schema",
-           "schema_walk", "string_caps", "tokenizer", "trie"]
+MODULES = ["bounded", "cache", "container_caps", "decode", "jump_forward", "menu", "number_caps",
+           "regex_bounds", "schema", "schema_walk", "string_caps", "tokenizer", "trie"]
 
 
 def test_grammar_modules_import_without_torch() -> None:

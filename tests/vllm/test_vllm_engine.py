@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.grammars.menu import CompiledMenu
 from stackroute.runtime.catalog import build_tree, load_catalog
 from stackroute.runtime.messages import Message
@@ -209,6 +210,28 @@ def test_json_regex_and_choice_constraints(vllm_engine: Any) -> None:
     free = vllm_engine.generate("The capital of France is",
                                 sampling=SamplingOptions(max_tokens=3))
     assert free.finish_reason in ("stop", "length") and free.usage.generated_tokens >= 1
+
+
+def test_open_arrays_and_objects_are_bounded_and_vllm_takes_the_schema(
+        vllm_engine: Any) -> None:
+    """vLLM refuses a schema its xgrammar backend does not support (`propertyNames` beside
+    `properties`, for one): the bounded copy of every container shape must pass, and end."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {
+        "metadata": {"type": "object"},
+        "tags": {"type": "array"},
+        "extra": {"type": "object", "properties": {"a": {"type": "string"}},
+                  "additionalProperties": True}},
+        "required": ["metadata", "tags", "extra"]}
+    prompt = Prompt((SYSTEM, Message("user", "Set the metadata, the tags and the extra fields "
+                                             "for the upload. Arguments as JSON.")))
+    out = vllm_engine.generate(prompt, constraint=Constraint.json(schema),
+                               sampling=SamplingOptions(max_tokens=384))
+    assert out.finish_reason == "stop", out.text
+    value = json.loads(out.text)
+    jsonschema.validate(value, schema)
+    assert len(value["tags"]) <= MAX_ITEMS and len(value["metadata"]) <= MAX_ITEMS
 
 
 def test_generate_stream_sends_the_answer_as_vllm_produces_it(vllm_engine: Any) -> None:

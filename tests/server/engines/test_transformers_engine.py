@@ -18,6 +18,7 @@ import jsonschema
 import numpy as np
 import pytest
 import torch
+from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.usage import Usage
@@ -202,6 +203,22 @@ def test_a_free_string_stops_at_the_cap_inside_a_whole_answer(embedded_model: An
     assert len(value["story"]) <= 12
     assert out.is_string_capped is (len(value["story"]) == 12)
     assert schema["properties"]["story"] == {"type": "string"}  # the caller's, untouched
+
+
+def test_an_open_object_ends_inside_the_token_budget(engine: TransformersEngine) -> None:
+    # Measured before the container caps: SmolLM2 wrote "metadata" keys for all 384 tokens
+    # (finish "length", a cut-off answer); now the grammar closes it after MAX_ITEMS keys.
+    schema = {"type": "object", "properties": {"metadata": {"type": "object"}},
+              "required": ["metadata"]}
+    prompt = Prompt((Message("system", "You fill tool arguments as JSON."),
+                     Message("user", "Set the metadata for the upload. Arguments as JSON.")))
+    out = engine.generate(prompt, constraint=Constraint.json(schema),
+                          sampling=SamplingOptions(max_tokens=384))
+    assert out.finish_reason == "stop", out.text
+    value = json.loads(out.text)
+    jsonschema.validate(value, schema)
+    assert out.text.count('":') <= MAX_ITEMS + 1  # its keys and the one property
+    assert schema["properties"]["metadata"] == {"type": "object"}  # the caller's, untouched
 
 
 def test_regex_generation_matches(engine: TransformersEngine) -> None:
