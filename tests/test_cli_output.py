@@ -82,6 +82,19 @@ def test_a_paused_run_shows_the_gate(bank: Path) -> None:
             in " ".join(result.stdout.split()))
 
 
+def test_a_value_the_request_does_not_hold_is_marked_before_the_gate(bank: Path) -> None:
+    # "send money to Asha" names no amount: the model writes one under the schema (the
+    # fallback), and whoever approves the call must see that it was not asked for
+    result = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE])
+    assert result.exit_code == 0, result.output
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    call = next(i for i, line in enumerate(lines) if "send_money {" in line)
+    assert lines[call + 1].endswith("├── not in the request, written by the model: amount")
+    assert lines[call + 2].endswith("└── paused: waits for approval")
+    clear = runner.invoke(app, ["run", str(bank), "send 5 euros to Asha", *ENGINE])
+    assert "not in the request" not in clear.stdout
+
+
 def test_run_json_is_unchanged(bank: Path) -> None:
     result = runner.invoke(app, ["run", str(bank), "send 5 euros to Asha", "--auto-approve",
                                  "--json", *ENGINE])
