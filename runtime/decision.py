@@ -43,7 +43,10 @@ class Decision:
     machine puts it in the conversation) and `arguments` its parse: None when the text is
     not a JSON object (cut off at the token cap, or malformed), which the machine records as
     an arguments misstep. `arguments_call` says how they were generated, its usage a part of
-    `usage` (None: the router did not measure it apart).
+    `usage` (None: the router did not measure it apart). `written_values` names the required
+    properties the router wrote under the schema instead of taking from the request (it held
+    no value for them): not the user's words (empty where the router does not tell them
+    apart).
     """
 
     choice: str
@@ -54,6 +57,7 @@ class Decision:
     raw_text: str | None = None
     arguments_text: str | None = None
     arguments_call: ArgumentsCall | None = None
+    written_values: tuple[str, ...] = ()
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property

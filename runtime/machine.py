@@ -288,11 +288,12 @@ class StackMachine:
                                     frame_id=frame.frame_id, is_gated=leaf.sensitive,
                                     digest=confirmation_digest(
                                         call_id=call_id, path=leaf.path_str,
-                                        arguments=arguments, leaf=leaf_definition(leaf)))
+                                        arguments=arguments, leaf=leaf_definition(leaf)),
+                                    written_values=decision.written_values)
         state.num_calls += 1
         self._record(state, EventKind.LEAF_PENDING, frame, arguments=arguments, detail={
             "leaf": leaf.path_str, "call_id": state.pending.call_id,
-            "digest": state.pending.digest})
+            "digest": state.pending.digest, **state.pending.written()})
         if leaf.sensitive:
             state.status = RunStatus.PAUSED
             self._record(state, EventKind.GATE_PAUSE, frame, arguments=arguments, detail={
@@ -321,7 +322,7 @@ class StackMachine:
         frame.turns.append(self.layout.result_turn(leaf, self.menu_for(state, frame),
                                                    result=result, error=error,
                                                    max_chars=state.limits.max_result_chars))
-        state.calls.append({**entry, "call_id": pending.call_id})
+        state.calls.append({**entry, "call_id": pending.call_id, **pending.written()})
         state.pending = None
         self._record(state, EventKind.LEAF_RESULT, frame, arguments=pending.arguments,
                      error=error, detail={"leaf": leaf.path_str, "call_id": pending.call_id,

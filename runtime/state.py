@@ -39,6 +39,7 @@ class PendingCall:
     frame_id: int
     is_gated: bool = False  # waits for approve/reject
     digest: str = ""
+    written_values: tuple[str, ...] = ()  # arguments not taken from the request (Decision's)
 
     def __post_init__(self) -> None:
         if not self.digest:
@@ -49,8 +50,13 @@ class PendingCall:
         return {
             "kind": self.kind.value, "path": self.path, "arguments": self.arguments,
             "call_id": self.call_id, "frame_id": self.frame_id, "is_gated": self.is_gated,
-            "digest": self.digest,
+            "digest": self.digest, **self.written(),
         }
+
+    def written(self) -> dict[str, list[str]]:
+        """`written_values` for a trace event or a call record, where there are some (a call
+        taken whole from the request records nothing more)."""
+        return {"written_values": list(self.written_values)} if self.written_values else {}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingCall:
@@ -58,6 +64,7 @@ class PendingCall:
             kind=PendingKind(data["kind"]), path=data["path"], arguments=dict(data["arguments"]),
             call_id=data["call_id"], frame_id=int(data["frame_id"]),
             is_gated=bool(data["is_gated"]), digest=data["digest"],
+            written_values=tuple(data.get("written_values", ())),  # absent before 2026-12-05
         )
 
 

@@ -89,10 +89,10 @@ def test_a_value_the_request_does_not_hold_is_marked_before_the_gate(bank: Path)
     assert result.exit_code == 0, result.output
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     call = next(i for i, line in enumerate(lines) if "send_money {" in line)
-    assert lines[call + 1].endswith("├── not in the request, written by the model: amount")
+    assert lines[call + 1].endswith("├── written by the model, not taken from the request: amount")
     assert lines[call + 2].endswith("└── paused: waits for approval")
     clear = runner.invoke(app, ["run", str(bank), "send 5 euros to Asha", *ENGINE])
-    assert "not in the request" not in clear.stdout
+    assert "not taken from the request" not in clear.stdout
 
 
 def test_run_json_is_unchanged(bank: Path) -> None:

@@ -40,7 +40,6 @@ def route_tree(trace: Iterable[TraceEvent]) -> Tree:
     frames: dict[int | None, Tree] = {}
     calls: dict[str, Tree] = {}
     entered: Text | None = None  # what the decision that led here says (p, or no model call)
-    written: list[str] = []  # the decided leaf's values the request did not hold
     for e in trace:
         here = frames.get(e.frame_id, root)
         if e.kind is EventKind.START:
@@ -50,16 +49,16 @@ def route_tree(trace: Iterable[TraceEvent]) -> Tree:
             frames[e.frame_id] = frames.get(e.parent_id, root).add(_with(label, entered))
         elif e.kind is EventKind.ROUTE:
             entered = _decision_note(e)
-            written = _written_by_the_model(e)
             if e.decision in ("DONE", "BACK"):
                 here.add(_with(Text(e.decision, style="dim"), entered))
         elif e.kind is EventKind.LEAF_PENDING:
             leaf = str(e.detail.get("leaf", e.path)).rsplit("/", 1)[-1]
             label = Text.assemble((leaf, "bold cyan"), " ", _short(e.arguments or {}))
             calls[str(e.detail.get("call_id"))] = call = here.add(_with(label, entered))
+            written = e.detail.get("written_values")
             if written:
-                call.add(Text("not in the request, written by the model: "
-                              + ", ".join(written), style="yellow"))
+                call.add(Text("written by the model, not taken from the request: "
+                              + ", ".join(map(str, written)), style="yellow"))
         elif e.kind is EventKind.LEAF_RESULT:
             call = calls.get(str(e.detail.get("call_id")), here)
             call.add(Text(f"error: {e.error}", style="red") if e.error
@@ -152,14 +151,6 @@ def _decision_note(e: TraceEvent) -> Text | None:
     if e.usage is not None and not e.usage.get("model_calls"):
         return Text("no model call", style="dim")
     return None
-
-
-def _written_by_the_model(e: TraceEvent) -> list[str]:
-    """The properties of a decided leaf that had no value in the request: the model wrote
-    them under the schema (`ValueChoice.source` "fallback" in the decision's detail)."""
-    choices = e.detail.get("value_choices") if e.detail else None
-    return [str(c.get("name")) for c in choices or ()
-            if isinstance(c, dict) and c.get("source") == "fallback"]
 
 
 def _with(label: Text, note: Text | None) -> Text:

@@ -95,6 +95,10 @@ class PendingCallModel(BaseModel):
     call_id: str = Field(description="idempotency key of the leaf call")
     digest: str = Field(description="binds an approval to exactly this call")
     is_gated: bool = Field(description="waits for approve or reject")
+    written_values: list[str] = Field(
+        default_factory=list, description="required arguments the model wrote under the "
+        "schema instead of taking them from the request (it held no value for them, or the "
+        "engine would not choose one): not the user's words; read them before approving")
 
 
 class FrameModel(BaseModel):

@@ -55,7 +55,8 @@ def session_view(record: SessionRecord, *, include_state: bool = False) -> Sessi
         pending=None if pending is None else PendingCallModel(
             path=pending["path"], arguments=pending["arguments"],
             arguments_text=shown_json(pending["arguments"]), call_id=pending["call_id"],
-            digest=pending["digest"], is_gated=pending["is_gated"]),
+            digest=pending["digest"], is_gated=pending["is_gated"],
+            written_values=pending.get("written_values", [])),
         stack=[FrameModel(**{k: f[k] for k in FrameModel.model_fields}) for f in data["stack"]],
         calls=data["calls"], result=data["result"], error=data["error"],
         usage=UsageModel(**data["usage"]), trace=data["trace"],

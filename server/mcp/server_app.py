@@ -76,8 +76,12 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE,
         view = await sync(gateway.wait, session_id, max_wait_s=max_wait_s)
         while view["status"] == "paused":
             pending = view["pending"]
+            written = pending.get("written_values")
             decision = await confirm(ctx, f"Run {pending['path']} with "
-                                          f"{pending['arguments']}?")
+                                          f"{pending['arguments']}?" + (
+                                              " Written by the model, not taken from the "
+                                              "request: "
+                                              + ", ".join(written) if written else ""))
             if decision is None:
                 return view
             await sync(gateway.decide, session_id, is_approved=decision)

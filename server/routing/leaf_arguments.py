@@ -27,6 +27,7 @@ class GeneratedArguments:
     fallback: str | None = None  # e.g. "required_only": the first attempt ran out of tokens
     # how each property got its value (`ValueChoice.to_dict()`: name, source, candidates...)
     value_choices: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    written_values: tuple[str, ...] = ()  # required values the model wrote (the fallback)
 
 
 def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
@@ -38,6 +39,7 @@ def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
                     arguments_call=ArgumentsCall(usage=usage,
                                                  finish_reason=generation.finish_reason,
                                                  fallback=generated.fallback),
+                    written_values=generated.written_values,
                     detail={**step.detail, "value_choices": list(generated.value_choices)}
                     if generated.value_choices else step.detail)
 

@@ -179,7 +179,8 @@ class EngineRouter:
         generation = Generation(text=filled.text, finish_reason=filled.finish_reason,
                                 usage=filled.usage)
         return GeneratedArguments(generation, filled.usage, filled.fallback,
-                                  tuple(c.to_dict() for c in filled.choices))
+                                  tuple(c.to_dict() for c in filled.choices),
+                                  filled.written_values())
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,

@@ -58,6 +58,7 @@ class _PendingShape(_Shape):
     frame_id: int
     is_gated: bool
     digest: str
+    written_values: list[str] = []  # arguments not taken from the request
 
 
 class _LimitsShape(_Shape):

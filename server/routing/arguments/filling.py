@@ -78,6 +78,12 @@ class FilledArguments:
     choices: list[ValueChoice] = field(default_factory=list)
     fallback: str | None = None  # "free_text" where the model wrote some values as JSON
 
+    def written_values(self) -> tuple[str, ...]:
+        """The required properties the model wrote as free JSON (the fallback) instead of
+        choosing from the request's values: it held none, or the engine answered outside
+        the menu."""
+        return tuple(c.name for c in self.choices if c.source == "fallback")
+
 
 class ArgumentFiller:
     """Arguments for a chosen leaf, value by value, from the request's candidates."""

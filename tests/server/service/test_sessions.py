@@ -107,7 +107,9 @@ def test_a_session_pauses_at_the_gate_and_runs_once_approved(service: Service,
                            "arguments": {"payee": "Asha", "amount": 5},
                            "result": {"ok": True, "leaf": "send_money", "payee": "Asha",
                                       "amount": 5},
-                           "call_id": f"{sid}:0"}]
+                           "call_id": f"{sid}:0",
+                           # PlanEngine answers value menus outside them: written, not taken
+                           "written_values": ["payee"]}]
     assert [o for o, _ in service.routing_calls] == ["router", "leaf", "done", "done"]
     with pytest.raises(StateError, match="done"):
         service.sessions.approve(sid, pending.digest)

@@ -81,6 +81,9 @@ export function sessionPage(root, sessionId, { signal, onAuth }) {
       h("dl", {},
         h("dt", {}, "leaf"), h("dd", {}, h("code", { class: "gate-path" }, pending.path)),
         h("dt", {}, "arguments"), h("dd", {}, h("pre", { class: "gate-arguments" }, pending.arguments_text || json(pending.arguments))),
+        pending.written_values && pending.written_values.length ? h("dt", {}, "not from the request") : null,
+        pending.written_values && pending.written_values.length
+          ? h("dd", { class: "gate-written" }, `written by the model: ${pending.written_values.join(", ")}`) : null,
         h("dt", {}, "call id"), h("dd", {}, h("code", {}, pending.call_id)),
         h("dt", {}, "digest"), h("dd", {}, h("code", { title: pending.digest }, `${pending.digest.slice(0, 16)}…`))),
       h("div", { class: "actions" },
