@@ -69,6 +69,8 @@ class QueryResult:
     gold_args: tuple[Mapping[str, Any], ...] | None = None
     wall_ms: float = 0.0  # the request's wall time, approvals included
     params: ParamCounts = field(default_factory=lambda: ParamCounts())
+    # per call, the arguments the model wrote instead of taking them from the request
+    written_values: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "query": self.query, "tags": list(self.tags),
@@ -78,7 +80,8 @@ class QueryResult:
                 "success": self.is_success, "args_success": self.is_args_success,
                 "outcome": self.outcome, "usage": self.usage,
                 "format_failures": self.format_failures, "wall_ms": round(self.wall_ms, 1),
-                "params": self.params.to_dict(), "error": self.error}
+                "params": self.params.to_dict(), "error": self.error,
+                "written_values": [list(w) for w in self.written_values]}
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,9 @@ def score(tree: CapabilityTree, query: Query, state: RunState, *,
                        outcome=state.status.value, usage=state.usage.to_dict(),
                        format_failures=state.num_format_failures, error=state.error,
                        query=query.query, arguments=arguments, gold_args=query.args,
-                       wall_ms=wall_ms, params=param_counts(tree, query, called, arguments))
+                       wall_ms=wall_ms, params=param_counts(tree, query, called, arguments),
+                       written_values=tuple(tuple(c.get("written_values", ()))
+                                            for c in state.calls))
 
 
 def param_counts(tree: CapabilityTree, query: Query, called: tuple[str, ...],
@@ -220,6 +225,8 @@ class EvalSummary:
             "wall_ms_p50": _quantile(wall, 0.5),
             "wall_ms_p95": _quantile(wall, 0.95),
             "format_failures": sum(r.format_failures for r in rs),
+            # calls made with a value the request did not give (the model wrote it)
+            "calls_with_written_values": sum(bool(w) for r in rs for w in r.written_values),
             **params.prf(),
             "results": [r.to_dict() for r in rs],
         }

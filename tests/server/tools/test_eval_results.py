@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 ENGINE = ["--engine", "console_kit:build_keyword_engine"]
 RESULT_KEYS = {"id", "query", "tags", "gold", "gold_args", "called", "arguments", "success",
                "args_success", "outcome", "usage", "format_failures", "wall_ms", "params",
-               "error"}
+               "error", "written_values"}
 
 
 @pytest.fixture()
@@ -49,6 +49,21 @@ def test_eval_json_lists_each_query_beside_the_aggregates(files: tuple[Path, Pat
     assert out["success"] == sum(r["success"] for r in out["results"]) / 2
     assert out["wall_ms_p95"] >= out["wall_ms_p50"] > 0
     assert {"param_precision", "param_recall", "param_f1"} <= set(out)
+
+
+def test_eval_json_names_the_values_the_model_wrote(tmp_path: Path) -> None:
+    bank = tmp_path / "bank.json"
+    bank.write_text(json.dumps(BANK), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "given", "query": "send 5 euros to Asha", "gold": ["payments/send_money"]},
+        {"id": "missing", "query": "send money to Asha", "gold": ["payments/send_money"]},
+    ]) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", *ENGINE])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [r["written_values"] for r in out["results"]] == [[[]], [["amount"]]]
+    assert out["calls_with_written_values"] == 1
 
 
 def test_eval_table_leaves_the_per_query_rows_to_json(files: tuple[Path, Path]) -> None:
