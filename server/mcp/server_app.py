@@ -77,11 +77,10 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE,
         while view["status"] == "paused":
             pending = view["pending"]
             written = pending.get("written_values")
+            note = (" Written by the model, not taken from the request: " + ", ".join(written)
+                    if written else "")
             decision = await confirm(ctx, f"Run {pending['path']} with "
-                                          f"{pending['arguments']}?" + (
-                                              " Written by the model, not taken from the "
-                                              "request: "
-                                              + ", ".join(written) if written else ""))
+                                          f"{pending['arguments']}?{note}")
             if decision is None:
                 return view
             await sync(gateway.decide, session_id, is_approved=decision)
