@@ -28,6 +28,7 @@ from stackroute.grammars.jump_forward import JumpForward
 from stackroute.grammars.menu import CompiledMenu
 from stackroute.grammars.schema import (
     CompiledGrammar,
+    InvalidGrammarError,
     compile_regex,
     compile_schema,
     grammar_tokenizer_info,
@@ -135,8 +136,11 @@ class TransformersEngine(LocalEngine):
         started = time.perf_counter()
         menus = self._compile_menus(tree)
         num_menus, num_schemas = len(menus), 0
-        for schema in leaf_schemas(tree):
-            self.compiled_grammar(schema)
+        for leaf, schema in zip(tree.leaves(), leaf_schemas(tree), strict=True):
+            try:
+                self.compiled_grammar(schema)
+            except InvalidGrammarError as e:  # the catalog's author needs to know which leaf
+                raise InvalidGrammarError(f"leaf {leaf.path_str}: its parameters: {e}") from None
             num_schemas += 1
         return PrepareStats(num_menus=num_menus, num_schemas=num_schemas,
                             compile_ms=(time.perf_counter() - started) * 1e3)

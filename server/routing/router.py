@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from stackroute.grammars.schema import InvalidGrammarError
 from stackroute.runtime.decision import Decision
 from stackroute.runtime.flat import flatten
 from stackroute.runtime.governance import Limits
@@ -174,8 +175,12 @@ class EngineRouter:
         fallback, recorded as `free_text`)."""
         from stackroute.server.routing.arguments import ArgumentFiller
 
-        filled = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
-                                values=self.options.argument_values).fill(request, leaf)
+        filler = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
+                                values=self.options.argument_values)
+        try:
+            filled = filler.fill(request, leaf)
+        except InvalidGrammarError as e:  # the catalog's author needs to know which leaf
+            raise InvalidGrammarError(f"leaf {leaf.path_str}: its parameters: {e}") from None
         generation = Generation(text=filled.text, finish_reason=filled.finish_reason,
                                 usage=filled.usage)
         return GeneratedArguments(generation, filled.usage, filled.fallback,

@@ -205,6 +205,30 @@ def test_a_free_string_stops_at_the_cap_inside_a_whole_answer(embedded_model: An
     assert schema["properties"]["story"] == {"type": "string"}  # the caller's, untouched
 
 
+def test_a_schema_no_grammar_can_hold_names_its_leaf(engine: TransformersEngine) -> None:
+    from stackroute.grammars.schema import InvalidGrammarError
+    from stackroute.runtime.catalog import build_tree
+
+    tree = build_tree({"name": "r", "children": [{"name": "photos", "description": "Photos.",
+        "children": [{"name": "tag", "description": "Tag a photo.", "parameters": {
+            "type": "object", "properties": {"tags": {
+                "type": "array", "items": {"type": "string"}, "minItems": 5, "maxItems": 2}},
+            "required": ["tags"]}}]}]})
+    expected = (r"leaf photos/tag: its parameters: cannot compile JSON schema: "
+                r"minItems is greater than maxItems: 5 > 2")
+    with pytest.raises(InvalidGrammarError, match=expected):
+        engine.prepare(tree)  # a catalog loaded into the service
+    from stackroute.server.routing.options import DraftSource, RouterOptions
+    from stackroute.server.routing.router import build_machine
+
+    plain = RouterOptions(recovery=None, speculation=DraftSource.OFF)
+    machine = build_machine(tree, engine, options=plain)
+    state = machine.start("tag my photo with beach", at="photos")
+    with pytest.raises(InvalidGrammarError, match=expected):  # a run that meets it
+        for _ in range(4):
+            machine.step(state)
+
+
 def test_an_open_object_ends_inside_the_token_budget(engine: TransformersEngine) -> None:
     # Measured before the container caps: SmolLM2 wrote "metadata" keys for all 384 tokens
     # (finish "length", a cut-off answer); now the grammar closes it after MAX_ITEMS keys.
