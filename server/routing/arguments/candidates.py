@@ -3,7 +3,8 @@ holds, each with a prior (a logit bias the model's constrained choice starts fro
 
 Numbers come normalised ("5k" → 5000, "$1.2M" → 1200000), dates and times in the schema's
 format, enum values matched to the request's words, e-mails, phone numbers, ids, quoted text,
-and word spans that neither start nor end with a function word. Nothing is invented: every
+word spans that neither start nor end with a function word, booleans from the request's yes and
+no words (`polarity.py`) and arrays of copyable values (`lists.py`). Nothing is invented: every
 candidate is in the request (an enum value or a normalised form of it)."""
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from stackroute.server.routing.arguments.cues import (
     property_words,
 )
 from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
+from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.literals import find_literals
 from stackroute.server.routing.arguments.numbers import find_numbers
+from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.spans import spans, topic_words
 
 __all__ = ["Candidate", "candidates", "enum_matched", "property_words", "topic_words"]
@@ -58,13 +61,16 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], request)
     elif kind == "boolean":
-        found = [Candidate(True, "true", "boolean"), Candidate(False, "false", "boolean")]
+        found = boolean_candidates(request, cues)
     elif kind in ("integer", "number"):
         found = _number_candidates(kind, request, cues, words)
     elif kind in ("string", None):
         found = _string_candidates(name, schema, request, cues, words, topic)
+    elif kind == "array":
+        found = list_candidates(name, schema, request, siblings=siblings, topic=topic,
+                                element=candidates)
     else:
-        found = []  # arrays and objects: the model writes them under the schema (fallback)
+        found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
     found = _held_back(found, request, cues, words, siblings)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):

@@ -4,11 +4,11 @@ For each property (required first, in schema order) the request's value candidat
 (`candidates.py`) are the menu, their priors the option bias, and the model chooses under the
 same constraint routing uses (`engine.choose`). A single candidate needs no model call. An
 optional property is offered only where the request supports it (it names the property, or
-holds a value of its kind: a matched enum word, a date, an e-mail, an unused number), and then
-with `NONE` on the menu; otherwise it stays out. A required property the request holds no
-candidate for (and any array or object) is written by the model as free JSON under its schema,
-one call for all of them: the fallback. Values already given to one property are not offered
-to the next while others remain.
+holds a value of its kind: a matched enum word, a date, an e-mail, an unused number, a list of
+copyable values), and then with `NONE` on the menu; otherwise it stays out. A required property
+the request holds no candidate for (an object, an array of free words) is written by the model
+as free JSON under its schema, one call for all of them: the fallback. Values already given to
+one property are not offered to the next while others remain.
 
 With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
 (`assignment.py`: one piece of the request is one value, given to the property it fits best;
@@ -237,6 +237,8 @@ def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], reque
     word of its name), or holds a value only this kind of property takes."""
     if "enum" in prop:
         return enum_matched(found)
+    if prop.get("type") == "array":
+        return bool(found)  # a list is made of values written to be copied (lists.py)
     lowered = request.lower()
     words = [w for w in property_words(name, prop) if len(w) >= 3]
     if any(w in lowered for w in words) and any(c.prior > 0 for c in found):

@@ -1,0 +1,58 @@
+"""An array's value from the request: every value of its items' kind the request holds, in
+the request's order ("with ana@example.com and bo@example.com" gives `attendees` both).
+
+Only kinds a request writes to be copied make a list: e-mail addresses, phone numbers, URLs,
+paths and IP addresses, and enum words. A list of free words ("labelled finance") is not
+guessed: the model writes it under the schema (the fallback). The list is one candidate, so
+a single list needs no model call.
+
+>>> from stackroute.server.routing.arguments.candidates import candidates
+>>> schema = {"type": "array", "items": {"type": "string", "format": "email"}}
+>>> [c.value for c in candidates("attendees", schema, "Invite a@x.io, then b@y.org.")]
+[['a@x.io', 'b@y.org']]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stackroute.grammars.container_caps import MAX_ITEMS
+from stackroute.server.routing.arguments.candidate import Candidate
+
+LIST_KINDS = frozenset(("email", "phone", "literal", "enum"))
+LIST_PRIOR = 3.0
+
+Element = Callable[..., list[Candidate]]  # candidates() for one item
+
+
+def list_candidates(name: str, schema: Mapping[str, Any], request: str, *,
+                    siblings: Sequence[str], topic: frozenset[str],
+                    element: Element) -> list[Candidate]:
+    """The array of every copyable value of the items' kind, or nothing."""
+    items = schema.get("items")
+    if not isinstance(items, Mapping) or items.get("type") in ("array", "object"):
+        return []
+    described = {**items, "description": items.get("description")
+                 or schema.get("description", "")}
+    found = [c for c in element(name, described, request, siblings=siblings, topic=topic)
+             if c.kind in LIST_KINDS and c.prior > 0]
+    values: list[Any] = []
+    for candidate in sorted(found, key=lambda c: _place(c, request)):
+        if candidate.value not in values:
+            values.append(candidate.value)
+    limit = schema.get("maxItems", MAX_ITEMS)
+    values = values[:limit if isinstance(limit, int) else MAX_ITEMS]
+    if len(values) < schema.get("minItems", 1):
+        return []
+    return [Candidate(values, json.dumps(values, ensure_ascii=False), "list", LIST_PRIOR)]
+
+
+def _place(candidate: Candidate, request: str) -> int:
+    """Where the request says the value (its first whole-word mention for an enum word)."""
+    if candidate.span is not None:
+        return candidate.span[0]
+    found = re.search(rf"(?<!\w){re.escape(candidate.text)}(?!\w)", request, re.IGNORECASE)
+    return found.start() if found else len(request)

@@ -1,0 +1,70 @@
+"""A boolean's value from the request's words: "turn *off* the kitchen lights" gives `on`
+false, "*enable* notifications" gives `notifications` true.
+
+Strong words (on / off after a switching verb or at a clause's end, enable, disable, activate,
+deactivate, true, false, yes) decide over weak ones (no, not, never, without, include, exclude;
+not "with", which is mostly "a meeting with Ana"), so "don't forget to turn on the lights" is
+true. Where several strong words are there, the one nearest before the property's own name
+counts ("enable the alarm and disable the lights"), else the nearest after it. A request with
+none gives both values the same prior: the choice is the model's (or, for an optional property,
+it stays out).
+
+>>> [(c.text, c.prior) for c in boolean_candidates("Turn off the kitchen lights", [])]
+[('false', 2.0), ('true', 0.0)]
+"""
+
+from __future__ import annotations
+
+import re
+
+from stackroute.server.routing.arguments.candidate import Candidate
+
+POLARITY_PRIOR = 2.0
+_STRONG = {"enable": True, "enabled": True, "activate": True, "activated": True, "true": True,
+           "yes": True, "disable": False, "disabled": False, "deactivate": False,
+           "deactivated": False, "false": False}
+_WEAK = {"include": True, "including": True, "no": False, "not": False,
+         "without": False, "exclude": False, "excluding": False, "don't": False,
+         "dont": False, "never": False}
+_SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave", "flip",
+                       "power", "shut"))
+_WORD = re.compile(r"[a-z']+|[.,;:!?]")
+
+
+def boolean_candidates(request: str, cues: list[tuple[int, int]]) -> list[Candidate]:
+    """`true` and `false`, the one the request's words say first (prior POLARITY_PRIOR)."""
+    found = _polarities(request)
+    strong = [(start, value) for start, value, is_strong in found if is_strong]
+    pool = strong or [(start, value) for start, value, _ in found]
+    if not pool:
+        return [Candidate(True, "true", "boolean"), Candidate(False, "false", "boolean")]
+    if cues:
+        _, value = min(pool, key=lambda p: min(_reach(p[0], a) for a, _ in cues))
+    else:
+        _, value = pool[0]
+    chosen = Candidate(value, "true" if value else "false", "boolean", POLARITY_PRIOR)
+    other = Candidate(not value, "false" if value else "true", "boolean", 0.0)
+    return [chosen, other]
+
+
+def _reach(word: int, cue: int) -> int:
+    """How far a yes/no word at `word` is from the property's name at `cue`: one before it
+    governs it ("disable the lights"), so any word before beats every word after."""
+    return cue - word if word <= cue else 10 ** 6 + word - cue
+
+
+def _polarities(request: str) -> list[tuple[int, bool, bool]]:
+    """(position, value, is_strong) for each word of the request that says yes or no."""
+    tokens = [(m[0], m.start()) for m in _WORD.finditer(request.lower())]
+    out = []
+    for k, (word, start) in enumerate(tokens):
+        if word in ("on", "off"):
+            before = {w for w, _ in tokens[max(0, k - 4):k]}
+            at_end = k + 1 == len(tokens) or not tokens[k + 1][0].isalpha()
+            if before & _SWITCHES or at_end:
+                out.append((start, word == "on", True))
+        elif word in _STRONG:
+            out.append((start, _STRONG[word], True))
+        elif word in _WEAK:
+            out.append((start, _WEAK[word], False))
+    return out

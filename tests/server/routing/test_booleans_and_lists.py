@@ -1,0 +1,100 @@
+"""Booleans and arrays from the request: "turn off the kitchen lights" is `on: false` (it was
+`true`: both values had the same prior and the first won), and "with ana@example.com and
+bo@example.com" fills `attendees` with both (it was `[]`: the model wrote every array). Table
+tests on the candidates, then one run through the router with the values taken, not written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.routing.arguments.candidates import candidates
+from stackroute.server.routing.arguments.polarity import POLARITY_PRIOR
+from stackroute.server.routing.router import build_machine
+from stackroute.server.tools.evaluate import Query, run_query
+from test_arguments import Writes
+
+BOOLEAN = {"type": "boolean"}
+EMAILS = {"type": "array", "items": {"type": "string", "format": "email"}}
+
+
+def best(name: str, schema: dict[str, Any], request: str) -> Any:
+    found = candidates(name, schema, request)
+    return found[0].value if found else None
+
+
+@pytest.mark.parametrize(("request_text", "value"), [
+    ("Turn off the kitchen lights", False),
+    ("Turn the kitchen lights off", False),
+    ("Switch the office lights on", True),
+    ("Don't forget to turn on the bedroom lights", True),  # the switch decides, not "don't"
+    ("Disable notifications for the team channel", False),
+    ("Please enable dark mode", True),
+    ("Export the report without the appendix", False),
+])
+def test_a_boolean_takes_the_requests_yes_or_no(request_text: str, value: bool) -> None:
+    found = candidates("on", BOOLEAN, request_text)
+    assert found[0].value is value and found[0].prior == POLARITY_PRIOR
+    assert found[1].value is (not value) and found[1].prior == 0.0
+
+
+@pytest.mark.parametrize("request_text", [
+    "Book a table on Monday",  # "on" as a preposition says nothing
+    "Schedule a meeting with Ana",
+])
+def test_no_yes_or_no_word_leaves_the_choice_open(request_text: str) -> None:
+    found = candidates("urgent", BOOLEAN, request_text)
+    assert sorted(c.value for c in found) == [False, True]
+    assert {c.prior for c in found} == {0.0}
+
+
+def test_the_strong_word_nearest_the_property_counts() -> None:
+    text = "Enable the alarm and disable the lights"
+    assert best("alarm", BOOLEAN, text) is True
+    assert best("lights", BOOLEAN, text) is False
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
+    ("attendees", EMAILS, "Meet at 14:00 with ana@example.com and bo@example.com",
+     ["ana@example.com", "bo@example.com"]),
+    ("to", EMAILS, "Email sam@corp.io about the report", ["sam@corp.io"]),
+    ("sizes", {"type": "array", "items": {"type": "string", "enum": ["S", "M", "L"]}},
+     "Order the shirt in Large, L and M", ["L", "M"]),  # the request's order, whole words
+    ("files", {"type": "array", "items": {"type": "string"}},
+     "Zip /tmp/a.txt and /tmp/b.txt", ["/tmp/a.txt", "/tmp/b.txt"]),
+    ("attendees", {**EMAILS, "maxItems": 1}, "with a@x.io and b@y.io", ["a@x.io"]),
+])
+def test_an_array_takes_every_copyable_value_of_its_kind(
+        name: str, schema: dict[str, Any], request_text: str, value: list[Any]) -> None:
+    found = candidates(name, schema, request_text)
+    assert [c.value for c in found] == [value] and found[0].kind == "list"
+
+
+@pytest.mark.parametrize(("schema", "request_text"), [
+    (EMAILS, "Invite the whole team"),  # nothing to copy: the model writes it (fallback)
+    ({"type": "array", "items": {"type": "string"}}, "labelled finance and travel"),
+    ({"type": "array", "items": {"type": "object"}}, "with a@x.io"),
+    ({**EMAILS, "minItems": 2}, "with a@x.io"),
+])
+def test_no_list_where_nothing_copyable_fits(schema: dict[str, Any], request_text: str) -> None:
+    assert candidates("attendees", schema, request_text) == []
+
+
+CATALOG = {"name": "r", "children": [
+    {"name": "create_event", "description": "Create a calendar event",
+     "parameters": {"type": "object", "properties": {
+         "title": {"type": "string"}, "attendees": EMAILS, "private": BOOLEAN},
+         "required": ["title", "attendees"]}}]}
+
+
+def test_the_router_takes_the_list_and_the_boolean_without_writing_them() -> None:
+    engine = Writes({"create_event": 5.0, "DONE": 0.0})
+    machine = build_machine(build_tree(CATALOG), engine)
+    state = run_query(machine, Query(
+        id="q", query="Set up Standup with ana@example.com and bo@example.com, not private",
+        gold=(), args=None, tags=()))
+    [call] = state.calls
+    assert call["arguments"]["attendees"] == ["ana@example.com", "bo@example.com"]
+    assert call["arguments"]["private"] is False
+    assert engine.schemas == [] and "written_values" not in call  # nothing written
