@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -219,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         route_machine = build_machine(tree, engine, options=route_options, embedder=embedder)
     results: list[dict[str, Any]] = []
     manifest: dict[str, Any] = {}
+    # what ran, read once before the first request (HEAD may move during a long run)
+    provenance = {"commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                           text=True, check=False, cwd=ROOT).stdout.strip(),
+                  "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     for query in picked:
         row: dict[str, Any] = {"id": query.id}
         if leaf_machine is not None:
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             row.update(routing_row(route_machine, tree, query))
         results.append(row)
         manifest = _write(args, engine, load_s, route_options, queries_path, results,
-                          [*methods, *(["routing"] if route_machine else [])])
+                          [*methods, *(["routing"] if route_machine else [])], provenance)
         print(json.dumps({"id": query.id} | {m: (row[m]["exact"], row[m]["model_calls"])
                                              for m in (*methods, "routing") if m in row}),
               flush=True)
@@ -237,20 +242,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write(args: argparse.Namespace, engine: Engine, load_s: float,
            route_options: RouterOptions | None, queries_path: Path,
-           results: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
-    """The manifest and raw rows so far (a run cut off by its time box keeps them)."""
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=False, cwd=ROOT).stdout.strip()
+           results: list[dict[str, Any]], modes: list[str],
+           provenance: dict[str, str]) -> dict[str, Any]:
+    """The manifest and raw rows so far (a run cut off by its time box keeps them); the load
+    beside the run is in the run manifest (`manifest.json`)."""
     manifest: dict[str, Any] = {
         "command": "stackroute bench right-call " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
             if v not in (None, False)),
-        "commit": commit, "engine": args.engine, "model": engine.info.model,
+        "commit": provenance["commit"], "engine": args.engine, "model": engine.info.model,
         "load_s": round(load_s, 1), "queries_file": str(queries_path),
         "routing_policy": None if route_options is None else
         ("plain" if route_options.recovery is None else "guided"),
         "calibration": None if route_options is None else route_options.calibration,
-        "machine": f"{platform.machine()} 2-core shared VM, 4 other helpers busy beside it",
+        "machine": provenance["machine"],
         "num_queries": len(results), "summary": {m: summarise(results, m) for m in modes}}
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

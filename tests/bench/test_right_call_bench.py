@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +72,11 @@ def test_smoke_makes_two_dev_calls_at_the_gold_leaf(tmp_path: Path) -> None:
     [written] = tmp_path.glob("right-call-dev.queries-*.json")
     body = json.loads(written.read_text())
     assert body["num_queries"] == 2
+    # the machine as it is (this field once claimed "4 other helpers busy beside it" on
+    # every run), and the commit that ran
+    assert body["machine"] == f"{platform.machine()}, {os.cpu_count()} cores"
+    assert body["commit"] == subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                            text=True, cwd=ROOT).stdout.strip()
     assert [r["id"] for r in body["results"]] == ["dev-easy-0", "dev-easy-1"]
     summary = body["summary"]["candidates"]
     assert summary["queries"] == 2 and 0.0 <= summary["exact"] <= 1.0
