@@ -1,6 +1,7 @@
 """Word spans as values: every run of up to MAX_SPAN_WORDS words of one clause that neither
 starts nor ends with a function word, scored as a value (names, a property's label next to
-it, the leaf's own words restated, a noun phrase cut after its first word)."""
+it, the leaf's own words restated, a noun phrase cut after its first word, the whole phrase
+after "called" or "named")."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier (
 #                   of "tropical rainforest"; not "2.3" of "version 2.3"): the phrase first
 UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg", "6 items")
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
+NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
+#                    on Monday"): a name given in the request, not its first word alone
+_NAMING = re.compile(r"\b(?:called|named|titled|entitled)\s+$", re.IGNORECASE)
 
 
 def topic_words(name: str, description: str) -> frozenset[str]:
@@ -135,6 +139,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY
             prior += 2.0 if near((start, end), cues, request, before=True) else 0.0
+            if _NAMING.search(request[:start]) and _ends_phrase(tokens, j, request):
+                prior += NAMED_BONUS
             out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
 
@@ -151,6 +157,16 @@ def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
         return False
     return word.islower() and word.isalpha() and lowered not in STOPWORDS \
         and lowered not in FILLER and lowered[:4] not in topic
+
+
+def _ends_phrase(tokens: list[tuple[str, int]], j: int, request: str) -> bool:
+    """Whether the phrase ends with token `j`: the request ends, a clause mark follows, or the
+    next word is a function word ("Budget review | on Monday")."""
+    if j + 1 >= len(tokens):
+        return True
+    word, start = tokens[j + 1]
+    return word.lower() in STOPWORDS or bool(
+        re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]))
 
 
 def _counts(tokens: list[tuple[str, int]], i: int, request: str) -> bool:

@@ -1,7 +1,9 @@
-"""Booleans and arrays from the request: "turn off the kitchen lights" is `on: false` (it was
-`true`: both values had the same prior and the first won), and "with ana@example.com and
-bo@example.com" fills `attendees` with both (it was `[]`: the model wrote every array). Table
-tests on the candidates, then one run through the router with the values taken, not written."""
+"""Booleans, arrays and given names from the request: "turn off the kitchen lights" is
+`on: false` (it was `true`: both values had the same prior and the first won), "with
+ana@example.com and bo@example.com" fills `attendees` with both (it was `[]`: the model wrote
+every array), "a meeting called Budget review on ..." is titled "Budget review" (it was
+"Budget"). Table tests on the candidates, then one run through the router with the values
+taken, not written."""
 
 from __future__ import annotations
 
@@ -79,6 +81,16 @@ def test_an_array_takes_every_copyable_value_of_its_kind(
 ])
 def test_no_list_where_nothing_copyable_fits(schema: dict[str, Any], request_text: str) -> None:
     assert candidates("attendees", schema, request_text) == []
+
+
+@pytest.mark.parametrize(("request_text", "value"), [
+    ("Schedule a meeting called Budget review on 2026-12-10", "Budget review"),
+    ("Create a playlist named road trip songs", "road trip songs"),
+    ("Open the file titled Q3 plan, then share it", "Q3 plan"),
+])
+def test_a_name_given_after_called_is_taken_whole(request_text: str, value: str) -> None:
+    # it was "Budget": a capitalised word beat the lower-case phrase it starts
+    assert best("title", {"type": "string"}, request_text) == value
 
 
 CATALOG = {"name": "r", "children": [
