@@ -37,6 +37,7 @@ from stackroute.server.routing.arguments.candidates import (
     property_words,
     topic_words,
 )
+from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.options import ArgumentValues
 
 NONE_OPTION = "NONE"
@@ -237,8 +238,8 @@ def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], reque
     word of its name), or holds a value only this kind of property takes."""
     if "enum" in prop:
         return enum_matched(found)
-    if prop.get("type") == "array":
-        return bool(found)  # a list is made of values written to be copied (lists.py)
+    if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
+        return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
     lowered = request.lower()
     words = [w for w in property_words(name, prop) if len(w) >= 3]
     if any(w in lowered for w in words) and any(c.prior > 0 for c in found):

@@ -4,7 +4,8 @@ the request's order ("with ana@example.com and bo@example.com" gives `attendees`
 Only kinds a request writes to be copied make a list: e-mail addresses, phone numbers, URLs,
 paths and IP addresses, and enum words. A list of free words ("labelled finance") is not
 guessed: the model writes it under the schema (the fallback). The list is one candidate, so
-a single list needs no model call.
+a single list needs no model call. An optional array is filled only with values of its own
+kind (e-mails, phones, enum words): a URL in the request is not a list of tags.
 
 >>> from stackroute.server.routing.arguments.candidates import candidates
 >>> schema = {"type": "array", "items": {"type": "string", "format": "email"}}
@@ -23,7 +24,9 @@ from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.server.routing.arguments.candidate import Candidate
 
 LIST_KINDS = frozenset(("email", "phone", "literal", "enum"))
-LIST_PRIOR = 3.0
+TYPED_KINDS = frozenset(("email", "phone", "enum"))  # only this property's kind of value
+LIST_PRIOR = 3.0  # a list of e-mails, phone numbers or enum words: what the items are
+LITERAL_LIST_PRIOR = 1.0  # a list of URLs, paths or addresses for any list of strings
 
 Element = Callable[..., list[Candidate]]  # candidates() for one item
 
@@ -45,9 +48,11 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: str, *,
             values.append(candidate.value)
     limit = schema.get("maxItems", MAX_ITEMS)
     values = values[:limit if isinstance(limit, int) else MAX_ITEMS]
-    if len(values) < schema.get("minItems", 1):
+    least = schema.get("minItems", 1)
+    if not values or (isinstance(least, int) and len(values) < least):
         return []
-    return [Candidate(values, json.dumps(values, ensure_ascii=False), "list", LIST_PRIOR)]
+    prior = LIST_PRIOR if any(c.kind in TYPED_KINDS for c in found) else LITERAL_LIST_PRIOR
+    return [Candidate(values, json.dumps(values, ensure_ascii=False), "list", prior)]
 
 
 def _place(candidate: Candidate, request: str) -> int:

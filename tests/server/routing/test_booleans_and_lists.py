@@ -78,6 +78,7 @@ def test_an_array_takes_every_copyable_value_of_its_kind(
     ({"type": "array", "items": {"type": "string"}}, "labelled finance and travel"),
     ({"type": "array", "items": {"type": "object"}}, "with a@x.io"),
     ({**EMAILS, "minItems": 2}, "with a@x.io"),
+    ({**EMAILS, "minItems": 0}, "Invite the whole team"),  # not an empty list
 ])
 def test_no_list_where_nothing_copyable_fits(schema: dict[str, Any], request_text: str) -> None:
     assert candidates("attendees", schema, request_text) == []
@@ -110,3 +111,20 @@ def test_the_router_takes_the_list_and_the_boolean_without_writing_them() -> Non
     assert call["arguments"]["attendees"] == ["ana@example.com", "bo@example.com"]
     assert call["arguments"]["private"] is False
     assert engine.schemas == [] and "written_values" not in call  # nothing written
+
+
+def test_an_optional_list_takes_only_values_of_its_own_kind() -> None:
+    tags = {"type": "array", "items": {"type": "string"}}
+    catalog = {"name": "r", "children": [
+        {"name": "bookmark", "description": "Bookmark a page",
+         "parameters": {"type": "object", "properties": {
+             "url": {"type": "string"}, "tags": tags, "notify": EMAILS},
+             "required": ["url"]}}]}
+    engine = Writes({"bookmark": 5.0, "DONE": 0.0})
+    machine = build_machine(build_tree(catalog), engine)
+    state = run_query(machine, Query(
+        id="q", query="Bookmark https://example.com/a and tell jo@x.io", gold=(), args=None,
+        tags=()))
+    # the URL is not a list of tags; the address is a list of addresses
+    assert state.calls[0]["arguments"] == {"url": "https://example.com/a",
+                                           "notify": ["jo@x.io"]}
