@@ -35,11 +35,10 @@ more gives its schema a `maxItems` of its own.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from stackroute.grammars.schema_walk import walk_schema
+from stackroute.grammars.schema_walk import kinds_of, rewritten
 
 MAX_ITEMS = 16
 
@@ -53,14 +52,11 @@ def scalar_schema() -> dict[str, Any]:
 
 def cap_container_sizes(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of `schema` with every array and every open object bounded."""
-    capped: dict[str, Any] = copy.deepcopy(dict(schema))
-    walk_schema(capped, _cap)
-    return capped
+    return rewritten(schema, _cap)
 
 
 def _cap(node: dict[str, Any]) -> None:
-    kind = node.get("type")
-    kinds = set(kind) if isinstance(kind, list) else {kind}
+    kinds = kinds_of(node)
     if "enum" in node or "const" in node:
         return
     if "array" in kinds:

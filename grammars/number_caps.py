@@ -16,11 +16,10 @@ is validated against it, not against the copy.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from stackroute.grammars.schema_walk import walk_schema
+from stackroute.grammars.schema_walk import kinds_of, rewritten
 
 MAX_INTEGER = 10 ** 15 - 1
 MAX_NUMBER = 10 ** 15
@@ -28,14 +27,11 @@ MAX_NUMBER = 10 ** 15
 
 def cap_number_sizes(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of `schema` with both bounds on every integer and number."""
-    capped: dict[str, Any] = copy.deepcopy(dict(schema))
-    walk_schema(capped, _cap)
-    return capped
+    return rewritten(schema, _cap)
 
 
 def _cap(node: dict[str, Any]) -> None:
-    kind = node.get("type")
-    kinds = set(kind) if isinstance(kind, list) else {kind}
+    kinds = kinds_of(node)
     if not kinds & {"integer", "number"} or "enum" in node or "const" in node:
         return
     bound = MAX_NUMBER if "number" in kinds else MAX_INTEGER

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _SUBSCHEMA_KEYS = ("items", "additionalProperties", "not", "if", "then", "else",
@@ -27,3 +28,17 @@ def walk_schema(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
         if isinstance(children, dict):
             for child in children.values():
                 walk_schema(child, visit)
+
+
+def rewritten(schema: Mapping[str, Any], visit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """A deep copy of `schema` with `visit` applied to each of its schema objects (the
+    caller's schema is never changed)."""
+    copied: dict[str, Any] = copy.deepcopy(dict(schema))
+    walk_schema(copied, visit)
+    return copied
+
+
+def kinds_of(node: Mapping[str, Any]) -> set[Any]:
+    """The node's `type` as a set (a list of types, one type, or {None} where it names none)."""
+    kind = node.get("type")
+    return set(kind) if isinstance(kind, list) else {kind}

@@ -36,7 +36,6 @@ True
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import logging
 import re
@@ -45,7 +44,7 @@ from functools import cache
 from typing import Any
 
 from stackroute.grammars.regex_bounds import UnboundablePattern, bound_pattern
-from stackroute.grammars.schema_walk import walk_schema
+from stackroute.grammars.schema_walk import rewritten
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +60,7 @@ def cap_string_lengths(schema: Mapping[str, Any], max_chars: int) -> dict[str, A
     """A deep copy of `schema` with `maxLength: max_chars` on every unbounded plain string."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be at least 1; got {max_chars}")
-    capped: dict[str, Any] = copy.deepcopy(dict(schema))
-    walk_schema(capped, lambda node: _cap(node, max_chars))
-    return capped
+    return rewritten(schema, lambda node: _cap(node, max_chars))
 
 
 def _cap(node: dict[str, Any], max_chars: int) -> None:
