@@ -12,18 +12,12 @@ from typing import Any
 import pytest
 from stackroute.grammars.bounded import bounded_schema
 from stackroute.grammars.container_caps import MAX_ITEMS, cap_container_sizes, scalar_schema
-from stackroute.grammars.schema import GrammarTokenizerInfo, compile_schema
+from stackroute.grammars.schema import GrammarTokenizerInfo
+from test_number_caps import accepts
 
 TAGS = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}},
                                          "labels": {"type": "object"}},
         "required": ["tags"]}
-
-
-def accepts(info: GrammarTokenizerInfo, tokenizer: Any, schema: dict[str, Any],
-            text: str) -> bool:
-    matcher = compile_schema(schema, info).matcher()
-    return all(matcher.accept(t) for t in tokenizer.encode(text, add_special_tokens=False)) \
-        and matcher.is_complete
 
 
 def test_arrays_and_open_objects_get_a_count_and_the_callers_schema_is_kept() -> None:
