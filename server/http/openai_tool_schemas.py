@@ -78,3 +78,6 @@ class ToolRouting(BaseModel):
     run_id: str | None = Field(None, description="the routing run; a tool_call id names it")
     outcome: str = Field(description="'tool_call', 'no_call' or 'limit'")
     path: str | None = Field(None, description="the called leaf's path in the tree")
+    written_values: list[str] = Field(
+        default_factory=list, description="the call's arguments the model wrote under the "
+        "schema instead of taking them from the request: not the user's words")

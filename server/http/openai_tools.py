@@ -81,7 +81,9 @@ class RoutedChat:
             catalog_build_ms=0.0 if self.is_catalog_cached else round(self.catalog.build_ms, 1),
             num_tools=self.catalog.num_tools, run_id=self.turn.run_id,
             outcome=self.turn.outcome.value,
-            path=None if self.turn.call is None else self.turn.call.path)
+            path=None if self.turn.call is None else self.turn.call.path,
+            written_values=[] if self.turn.call is None
+            else list(self.turn.call.written_values))
 
 
 def is_routed(body: ChatCompletionRequest) -> bool:

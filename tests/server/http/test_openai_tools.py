@@ -85,6 +85,7 @@ def test_tools_get_a_schema_valid_call_and_the_second_request_reuses_everything(
     print(f"\nbank, {SEND[0]['content']!r}: {call.function.name}({arguments})")
     routing = first.model_extra["tool_routing"]  # type: ignore[index]
     assert routing["num_tools"] == len(BANK_TOOLS) and routing["outcome"] == "tool_call"
+    assert routing["written_values"] == []  # the payee and the amount are the request's
     usage = first.usage
     assert usage is not None and usage.model_extra["routing_calls"] >= 1  # type: ignore[index]
 
@@ -104,6 +105,17 @@ def test_tools_get_a_schema_valid_call_and_the_second_request_reuses_everything(
 
 
 @pytest.mark.model
+@pytest.mark.model
+def test_a_value_the_request_does_not_give_is_named_beside_the_call(
+        client: openai.OpenAI, model_id: str) -> None:
+    reply = client.chat.completions.create(
+        model=model_id, messages=[{"role": "user", "content": "Send money to Alice"}],
+        tools=BANK_TOOLS, tool_choice="required")  # type: ignore[arg-type]
+    [call] = reply.choices[0].message.tool_calls or []
+    routing = reply.model_extra["tool_routing"]  # type: ignore[index]
+    assert routing["written_values"] == ["amount"], (call.function.arguments, routing)
+
+
 def test_a_streamed_call_arrives_as_deltas(client: openai.OpenAI, model_id: str) -> None:
     kwargs: dict[str, Any] = {"model": model_id, "messages": SEND, "tools": BANK_TOOLS,
                               "tool_choice": "required"}
