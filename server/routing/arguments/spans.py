@@ -1,7 +1,7 @@
 """Word spans as values: every run of up to MAX_SPAN_WORDS words of one clause that neither
 starts nor ends with a function word, scored as a value (names, a property's label next to
 it, the leaf's own words restated, a noun phrase cut after its first word, the whole phrase
-after "called" or "named")."""
+after "called" or "named", and after "about" for a query or topic)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "
 NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
 #                    on Monday"): a name given in the request, not its first word alone
 _NAMING = re.compile(r"\b(?:called|named|titled|entitled)\s+$", re.IGNORECASE)
+SUBJECT_BONUS = 1.5  # the phrase after "about" for a property that holds what to look for
+_ABOUT = re.compile(r"\b(?:about|regarding|concerning)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
+_SUBJECT_WORDS = frozenset(("query", "topic", "subject", "keyword", "keywords", "term", "terms",
+                            "search", "q"))
 
 
 def topic_words(name: str, description: str) -> frozenset[str]:
@@ -71,6 +75,7 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
                 for w in words)
     is_place = any(w in _PLACE_WORDS for w in words)
+    is_subject = any(w in _SUBJECT_WORDS for w in words)
     out = []
     for i in range(len(tokens)):
         for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
@@ -141,6 +146,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             prior += 2.0 if near((start, end), cues, request, before=True) else 0.0
             if _NAMING.search(request[:start]) and _ends_phrase(tokens, j, request):
                 prior += NAMED_BONUS
+            if is_subject and _ABOUT.search(request[:start]) and _ends_phrase(tokens, j, request):
+                prior += SUBJECT_BONUS
             out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
 

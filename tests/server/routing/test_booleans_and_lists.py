@@ -94,6 +94,15 @@ def test_a_name_given_after_called_is_taken_whole(request_text: str, value: str)
     assert best("title", {"type": "string"}, request_text) == value
 
 
+@pytest.mark.parametrize(("name", "request_text", "value"), [
+    ("query", "Search the news about the election results", "election results"),
+    ("topic", "Write an essay about renewable energy", "renewable energy"),
+])
+def test_what_a_search_is_about_is_its_query(name: str, request_text: str, value: str) -> None:
+    # it was the first content word ("news", "essay"): the tool's own object, not the subject
+    assert best(name, {"type": "string"}, request_text) == value
+
+
 CATALOG = {"name": "r", "children": [
     {"name": "create_event", "description": "Create a calendar event",
      "parameters": {"type": "object", "properties": {
