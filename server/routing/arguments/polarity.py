@@ -32,7 +32,8 @@ _WORD = re.compile(r"[a-z']+|[.,;:!?]")
 
 
 def boolean_candidates(request: str, cues: list[tuple[int, int]]) -> list[Candidate]:
-    """`true` and `false`, the one the request's words say first (prior POLARITY_PRIOR)."""
+    """`true` and `false`, the value the request's words say for this property (the strong
+    word nearest before one of its `cues`, else the first) at prior POLARITY_PRIOR."""
     found = _polarities(request)
     strong = [(start, value) for start, value, is_strong in found if is_strong]
     pool = strong or [(start, value) for start, value, _ in found]
