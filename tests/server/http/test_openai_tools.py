@@ -105,7 +105,6 @@ def test_tools_get_a_schema_valid_call_and_the_second_request_reuses_everything(
 
 
 @pytest.mark.model
-@pytest.mark.model
 def test_a_value_the_request_does_not_give_is_named_beside_the_call(
         client: openai.OpenAI, model_id: str) -> None:
     reply = client.chat.completions.create(
@@ -116,6 +115,7 @@ def test_a_value_the_request_does_not_give_is_named_beside_the_call(
     assert routing["written_values"] == ["amount"], (call.function.arguments, routing)
 
 
+@pytest.mark.model
 def test_a_streamed_call_arrives_as_deltas(client: openai.OpenAI, model_id: str) -> None:
     kwargs: dict[str, Any] = {"model": model_id, "messages": SEND, "tools": BANK_TOOLS,
                               "tool_choice": "required"}
