@@ -97,9 +97,8 @@ def run(
     outcome = {"done": "done", "paused": "paused", "limit": "limit"}.get(state.status.value,
                                                                          "error")
     out = {"outcome": outcome,
-           "calls": [{"path": c["path"], "arguments": c["arguments"],
-                      **({"written_values": c["written_values"]} if "written_values" in c
-                         else {})} for c in state.calls],
+           "calls": [{k: c[k] for k in ("path", "arguments", "written_values") if k in c}
+                     for c in state.calls],
            "usage": state.usage.to_dict(), "format_failures": state.num_format_failures,
            "routing": options.describe(), "model": made.info.model}
     if state.status is RunStatus.PAUSED and state.pending is not None:

@@ -78,6 +78,10 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     is_subject = any(w in _SUBJECT_WORDS for w in words)
     out = []
     for i in range(len(tokens)):
+        # what stands before the span's first word is the same for every span it starts
+        before = request[:tokens[i][1]]
+        bonus = (NAMED_BONUS if _NAMING.search(before) else 0.0) \
+            + (SUBJECT_BONUS if is_subject and _ABOUT.search(before) else 0.0)
         for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
             first, last = tokens[i][0], tokens[j][0]
             if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
@@ -144,10 +148,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY
             prior += 2.0 if near((start, end), cues, request, before=True) else 0.0
-            if _NAMING.search(request[:start]) and _ends_phrase(tokens, j, request):
-                prior += NAMED_BONUS
-            if is_subject and _ABOUT.search(request[:start]) and _ends_phrase(tokens, j, request):
-                prior += SUBJECT_BONUS
+            if bonus and _ends_phrase(tokens, j, request):
+                prior += bonus
             out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
 
