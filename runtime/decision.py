@@ -46,7 +46,9 @@ class Decision:
     `usage` (None: the router did not measure it apart). `written_values` names the required
     properties the router wrote under the schema instead of taking from the request (it held
     no value for them): not the user's words (empty where the router does not tell them
-    apart).
+    apart). `missing_values` names the required properties the request held no value for and
+    the router left out of `arguments` to be asked of the user (the `ask` missing-values
+    option): the machine pauses the call until they are supplied.
     """
 
     choice: str
@@ -58,6 +60,7 @@ class Decision:
     arguments_text: str | None = None
     arguments_call: ArgumentsCall | None = None
     written_values: tuple[str, ...] = ()
+    missing_values: tuple[str, ...] = ()
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property

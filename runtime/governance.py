@@ -12,7 +12,7 @@ from stackroute.runtime.errors import InputError
 
 class RunStatus(StrEnum):
     RUNNING = "running"
-    PAUSED = "paused"  # waiting at a confirmation gate
+    PAUSED = "paused"  # waiting at a confirmation gate, or for values the request lacked
     DONE = "done"  # the root frame finished
     LIMIT = "limit"  # a governance limit ended the run
     ERROR = "error"

@@ -6,7 +6,6 @@ service) can persist the state after every step and resume from any of them.
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 import uuid
@@ -20,6 +19,8 @@ from stackroute.runtime.governance import LimitKind, Limits, RunStatus, count_br
 from stackroute.runtime.handlers import Executor, LocalExecutor
 from stackroute.runtime.menu import CompletionState, Menu, frame_menu
 from stackroute.runtime.messages import Message
+from stackroute.runtime.missing_values import partial_schema, unknown_missing
+from stackroute.runtime.paused_calls import PausedCalls
 from stackroute.runtime.prompt import PromptLayout, answer
 from stackroute.runtime.router import Router, RoutingRequest, Shortlister
 from stackroute.runtime.schemas import argument_errors, is_json_object
@@ -35,7 +36,7 @@ from stackroute.runtime.trace import EventKind, MisstepKind, TraceEvent
 from stackroute.runtime.tree import CapabilityTree, Node
 
 
-class StackMachine:
+class StackMachine(PausedCalls):
     def __init__(
         self,
         tree: CapabilityTree,
@@ -122,33 +123,6 @@ class StackMachine:
                      usage=decision.usage.to_dict(), detail=dict(decision.detail),
                      arguments_call=decision.arguments_call)
         self._apply(state, frame, node, menu, decision)
-
-    def approve(self, state: RunState, digest: str) -> None:
-        """Let the gated call run; `digest` must name the exact call shown to the approver."""
-        pending = self._gated(state, digest)
-        pending.is_gated = False
-        state.status = RunStatus.RUNNING
-        self._record(state, EventKind.GATE_APPROVE, state.frame(pending.frame_id),
-                     arguments=pending.arguments, detail={"call_id": pending.call_id})
-
-    def reject(self, state: RunState, digest: str) -> None:
-        pending = self._gated(state, digest)
-        frame = state.frame(pending.frame_id)
-        leaf = self.tree.node(pending.path)
-        state.pending = None
-        state.status = RunStatus.RUNNING
-        frame.accumulator.append({"path": self._report_path(leaf), "arguments": pending.arguments,
-                                  "rejected": True})
-        frame.turns.append(self.layout.rejected_turn(leaf, self.menu_for(state, frame)))
-        self._record(state, EventKind.GATE_REJECT, frame, arguments=pending.arguments,
-                     detail={"call_id": pending.call_id})
-
-    def cancel(self, state: RunState, reason: str = "cancelled by the user") -> None:
-        if state.status.is_final:
-            raise StateError(f"run {state.run_id} is already {state.status.value}")
-        state.pending = None
-        self._record(state, EventKind.CANCEL, state.top(), detail={"reason": reason})
-        state.status = RunStatus.CANCELLED
 
     # -- requests --------------------------------------------------------------------------
     def request_for(self, state: RunState) -> RoutingRequest:
@@ -274,7 +248,11 @@ class StackMachine:
                           problem=f"arguments of {leaf.name} are not a JSON object (cut off "
                                   "or malformed)", kind=MisstepKind.ARGUMENTS)
             return
-        errors = argument_errors(leaf.parameters, arguments)
+        missing = decision.missing_values
+        errors = [f"asks for {name}, which is not a required property or was given"
+                  for name in unknown_missing(leaf.parameters, missing) + [
+                      n for n in missing if n in arguments]]
+        errors = errors or argument_errors(partial_schema(leaf.parameters, missing), arguments)
         if errors:
             frame.turns.extend(turns[:2])
             self._misstep(state, frame, answer_text=arguments_text,
@@ -289,12 +267,18 @@ class StackMachine:
                                     digest=confirmation_digest(
                                         call_id=call_id, path=leaf.path_str,
                                         arguments=arguments, leaf=leaf_definition(leaf)),
-                                    written_values=decision.written_values)
+                                    written_values=decision.written_values,
+                                    missing_values=missing)
         state.num_calls += 1
         self._record(state, EventKind.LEAF_PENDING, frame, arguments=arguments, detail={
             "leaf": leaf.path_str, "call_id": state.pending.call_id,
-            "digest": state.pending.digest, **state.pending.written()})
-        if leaf.sensitive:
+            "digest": state.pending.digest, **state.pending.provenance()})
+        if missing:
+            state.status = RunStatus.PAUSED
+            self._record(state, EventKind.VALUES_PAUSE, frame, arguments=arguments, detail={
+                "leaf": leaf.path_str, "call_id": state.pending.call_id,
+                "digest": state.pending.digest, "missing_values": list(missing)})
+        elif leaf.sensitive:
             state.status = RunStatus.PAUSED
             self._record(state, EventKind.GATE_PAUSE, frame, arguments=arguments, detail={
                 "leaf": leaf.path_str, "call_id": state.pending.call_id,
@@ -303,6 +287,9 @@ class StackMachine:
     def _execute_pending(self, state: RunState) -> None:
         pending = state.pending
         assert pending is not None
+        if pending.is_waiting_for_values:
+            raise StateError(f"call {pending.call_id} waits for values: "
+                             + ", ".join(pending.missing_values))
         if pending.is_gated:
             raise StateError(f"call {pending.call_id} waits for approval")
         frame = state.frame(pending.frame_id)
@@ -322,7 +309,7 @@ class StackMachine:
         frame.turns.append(self.layout.result_turn(leaf, self.menu_for(state, frame),
                                                    result=result, error=error,
                                                    max_chars=state.limits.max_result_chars))
-        state.calls.append({**entry, "call_id": pending.call_id, **pending.written()})
+        state.calls.append({**entry, "call_id": pending.call_id, **pending.provenance()})
         state.pending = None
         self._record(state, EventKind.LEAF_RESULT, frame, arguments=pending.arguments,
                      error=error, detail={"leaf": leaf.path_str, "call_id": pending.call_id,
@@ -368,18 +355,6 @@ class StackMachine:
             state.result = state.stack[0].accumulator
         self._record(state, EventKind.FINISH, state.top(), detail={
             "status": status.value, "num_calls": len(state.calls)})
-
-    def _gated(self, state: RunState, digest: str) -> PendingCall:
-        pending = state.pending
-        if state.status is not RunStatus.PAUSED or pending is None or not pending.is_gated:
-            raise StateError(f"run {state.run_id} is {state.status.value}, not waiting at a "
-                             "confirmation gate")
-        if not hmac.compare_digest(digest.encode(), pending.digest.encode()):
-            # Never the expected digest: an error message must not hand out the approval.
-            raise StateError(f"confirmation is for another call: the digest given does not "
-                             f"match call {pending.call_id} ({pending.path}); read the "
-                             "pending call again and confirm what it shows")
-        return pending
 
     def _report_path(self, leaf: Node) -> str:
         tree_path = leaf.metadata.get("tree_path")

@@ -40,6 +40,10 @@ class PendingCall:
     is_gated: bool = False  # waits for approve/reject
     digest: str = ""
     written_values: tuple[str, ...] = ()  # arguments not taken from the request (Decision's)
+    # Required values the request did not hold, asked of the user (`StackMachine.supply`):
+    # while any are missing the call waits (the run is paused) and cannot run or be approved.
+    missing_values: tuple[str, ...] = ()
+    supplied_values: tuple[str, ...] = ()  # the values the user gave for the missing ones
 
     def __post_init__(self) -> None:
         if not self.digest:
@@ -50,13 +54,21 @@ class PendingCall:
         return {
             "kind": self.kind.value, "path": self.path, "arguments": self.arguments,
             "call_id": self.call_id, "frame_id": self.frame_id, "is_gated": self.is_gated,
-            "digest": self.digest, **self.written(),
+            "digest": self.digest, **self.provenance(),
         }
 
-    def written(self) -> dict[str, list[str]]:
-        """`written_values` for a trace event or a call record, where there are some (a call
-        taken whole from the request records nothing more)."""
-        return {"written_values": list(self.written_values)} if self.written_values else {}
+    @property
+    def is_waiting_for_values(self) -> bool:
+        return bool(self.missing_values)
+
+    def provenance(self) -> dict[str, list[str]]:
+        """Where the values not taken from the request came from, for a trace event or a call
+        record: `written_values` (the model), `missing_values` (not yet given),
+        `supplied_values` (the user); only those that name some (a call taken whole from
+        the request records nothing more)."""
+        named = {"written_values": self.written_values, "missing_values": self.missing_values,
+                 "supplied_values": self.supplied_values}
+        return {key: list(names) for key, names in named.items() if names}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingCall:
@@ -64,7 +76,10 @@ class PendingCall:
             kind=PendingKind(data["kind"]), path=data["path"], arguments=dict(data["arguments"]),
             call_id=data["call_id"], frame_id=int(data["frame_id"]),
             is_gated=bool(data["is_gated"]), digest=data["digest"],
-            written_values=tuple(data.get("written_values", ())),  # absent before 2026-12-05
+            # absent before 2026-12-05
+            written_values=tuple(data.get("written_values", ())),
+            missing_values=tuple(data.get("missing_values", ())),
+            supplied_values=tuple(data.get("supplied_values", ())),
         )
 
 

@@ -23,6 +23,8 @@ class EventKind(StrEnum):
     GATE_PAUSE = "gate_pause"
     GATE_APPROVE = "gate_approve"
     GATE_REJECT = "gate_reject"
+    VALUES_PAUSE = "values_pause"  # a leaf call waits for required values the request lacked
+    VALUES_SUPPLY = "values_supply"  # the user gave them; the call goes on (or to its gate)
     LIMIT = "limit"
     ALERT = "alert"
     MISSTEP = "misstep"  # the model answered outside the menu or gave invalid arguments

@@ -278,7 +278,7 @@ def session_view(session_id: str, state: Any) -> dict[str, Any]:
                            "calls": state.calls}
     if state.status is RunStatus.PAUSED and state.pending is not None:
         out["pending"] = {"path": state.pending.path, "arguments": state.pending.arguments,
-                          **state.pending.written()}
+                          **state.pending.provenance()}
         out["message"] = ("this call waits for approval: call `approve` with this id "
                           "(approve=false rejects it)")
     if state.status is RunStatus.RUNNING:
