@@ -69,3 +69,18 @@ def supplied_arguments(schema: Mapping[str, Any] | None, arguments: Mapping[str,
     if errors:
         raise InputError(f"values for {leaf} do not fit its schema: " + "; ".join(errors))
     return merged
+
+
+def values_schema(schema: Mapping[str, Any] | None, missing: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON schema of an answer to a call waiting for `missing`: an object with exactly
+    those properties (their schemas as the leaf has them), all required. What a client
+    shows as a form, and MCP elicitation asks for.
+
+    >>> asked = values_schema({"properties": {"payee": {"type": "string"},
+    ...                                       "amount": {"type": "number"}}}, ("amount",))
+    >>> asked["properties"], asked["required"], asked["additionalProperties"]
+    ({'amount': {'type': 'number'}}, ['amount'], False)
+    """
+    properties = (schema or {}).get("properties") or {}
+    return {"type": "object", "properties": {name: properties.get(name, {}) for name in missing},
+            "required": list(missing), "additionalProperties": False}

@@ -25,7 +25,13 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
-from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import (
+    ArgumentValues,
+    DraftSource,
+    MissingValues,
+    Policy,
+    RouterOptions,
+)
 from stackroute.server.routing.prefix_warming import WarmScope
 from stackroute.server.settings_file import ConfigFileSource, SettingsError
 
@@ -125,6 +131,12 @@ class ServerSettings(BaseSettings):
         "priors as its bias) | priors (the highest prior, no model call) | none: as the "
         "model's calibration says (its `arguments.values`; the 135M default: priors, which "
         "matched its choices on Seal-Tools dev at no cost), else model")
+    missing_values: MissingValues = Field(
+        MissingValues.ASK, description="a required value the request holds nothing for "
+        "(\"send money to Asha\": no amount): ask (the call pauses until the user supplies "
+        "it: `run --values`, POST /v1/sessions/{id}/values, MCP elicitation, a question in "
+        "an OpenAI tools answer; runtime/missing_values.py) | write (the model makes one up "
+        "under the schema, flagged as written_values)")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -299,6 +311,7 @@ class ServerSettings(BaseSettings):
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               max_argument_tokens=self.max_argument_tokens,
                               abstain=self.abstain, argument_values=self.argument_values,
+                              missing_values=self.missing_values,
                               recall_after_backs=self.recall_after_backs)
 
     @classmethod

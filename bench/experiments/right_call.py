@@ -48,7 +48,13 @@ from stackroute.server.engines.base import (
 from stackroute.server.engines.registry import create_engine
 from stackroute.server.routing.arguments import ArgumentFiller
 from stackroute.server.routing.leaf_arguments import json_object
-from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import (
+    ArgumentValues,
+    DraftSource,
+    MissingValues,
+    Policy,
+    RouterOptions,
+)
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.evaluate import (
     ParamCounts,
@@ -74,16 +80,19 @@ def _generate(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict
     return json_object(generation.text) or {}, generation.usage.model_calls
 
 
+# The gold-leaf methods write a value the request lacks (`MissingValues.WRITE`): they measure
+# the arguments a call would carry, and a value asked of the user is as inexact as one made up.
 def _candidates(engine: Engine, request: RoutingRequest, leaf: Node,
                 ) -> tuple[dict[str, Any], int]:
-    filled = ArgumentFiller(engine).fill(request, leaf)
+    filled = ArgumentFiller(engine, missing=MissingValues.WRITE).fill(request, leaf)
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 
 def _priors(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict[str, Any], int]:
     """The product's `priors` argument values: each value the candidate with the top prior, no
     model call (only a value with no candidate falls back to the model's free JSON)."""
-    filled = ArgumentFiller(engine, values=ArgumentValues.PRIORS).fill(request, leaf)
+    filled = ArgumentFiller(engine, values=ArgumentValues.PRIORS,
+                            missing=MissingValues.WRITE).fill(request, leaf)
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 

@@ -19,7 +19,13 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
-from stackroute.server.routing.options import ArgumentValues, DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import (
+    ArgumentValues,
+    DraftSource,
+    MissingValues,
+    Policy,
+    RouterOptions,
+)
 
 E = TypeVar("E", bound=StrEnum)
 console = Console()
@@ -69,6 +75,10 @@ ArgumentValuesOpt = Annotated[str | None, typer.Option(
     "--argument-values", help="who picks each argument value among those the request holds: "
     "model (a constrained choice) | priors (the candidates' priors alone, no model call); "
     "default: as the model's calibration says (the argument_values setting)")]
+MissingValuesOpt = Annotated[str | None, typer.Option(
+    "--missing-values", help="a required value the request holds nothing for: ask (the call "
+    "pauses until the user supplies it: run --values) | write (the model makes one up, "
+    "flagged as written); default: the missing_values setting (ask)")]
 ShortlistOpt = Annotated[bool | None, typer.Option(
     "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
     "options and OTHER (the full menu) where the leaf evidence is sure; default: the "
@@ -193,6 +203,7 @@ class RoutingFlags:
     shortlist_margin: float | None = None
     abstain: bool | None = None  # None: the settings' default
     argument_values: ArgumentValues | None = None  # None: the settings' default
+    missing_values: MissingValues | None = None  # None: the settings' default
     recall_after_backs: int | None = None  # None: the settings' default (0: off)
 
     @classmethod
@@ -202,6 +213,7 @@ class RoutingFlags:
               shortlist: bool | None = None, shortlist_margin: float | None = None,
               abstain: bool | None = None,
               argument_values: str | None = None,
+              missing_values: str | None = None,
               recall_after_backs: int | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
@@ -216,6 +228,8 @@ class RoutingFlags:
                    abstain=abstain,
                    argument_values=None if argument_values is None
                    else _parse(ArgumentValues, "--argument-values", argument_values),
+                   missing_values=None if missing_values is None
+                   else _parse(MissingValues, "--missing-values", missing_values),
                    recall_after_backs=recall_after_backs)
 
     def options_for(self, engine: Any) -> RouterOptions:
@@ -228,6 +242,7 @@ class RoutingFlags:
                               unwinding=self.unwinding, prompt_order=self.prompt_order,
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               abstain=self.abstain, argument_values=self.argument_values,
+                              missing_values=self.missing_values,
                               recall_after_backs=self.recall_after_backs)
 
 

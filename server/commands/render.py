@@ -63,6 +63,14 @@ def route_tree(trace: Iterable[TraceEvent]) -> Tree:
             call = calls.get(str(e.detail.get("call_id")), here)
             call.add(Text(f"error: {e.error}", style="red") if e.error
                      else Text.assemble("= ", _short(e.detail.get("result"))))
+        elif e.kind is EventKind.VALUES_PAUSE:
+            calls.get(str(e.detail.get("call_id")), here).add(Text(
+                "paused: the request did not say " + ", ".join(
+                    map(str, e.detail.get("missing_values", ()))), style="yellow"))
+        elif e.kind is EventKind.VALUES_SUPPLY:
+            calls.get(str(e.detail.get("call_id")), here).add(Text.assemble(
+                ("given by the user: ", "yellow"), _short(
+                    {k: (e.arguments or {}).get(k) for k in e.detail.get("supplied_values", ())})))
         elif e.kind is EventKind.GATE_PAUSE:
             calls.get(str(e.detail.get("call_id")), here).add(
                 Text("paused: waits for approval", style="yellow"))
@@ -100,7 +108,15 @@ def run_report(out: Mapping[str, Any], trace: Sequence[TraceEvent]) -> Renderabl
                                                  (" · routing ", "dim"),
                                                  _routing(out["routing"]))]
     pending = out.get("pending")
-    if pending is not None:
+    if pending is not None and pending.get("missing_values"):
+        asked = pending["values_schema"]["properties"]
+        example = "{" + ", ".join(f'"{name}": <{asked[name].get("type", "value")}>'
+                                  for name in asked) + "}"
+        parts.append(Text.assemble(
+            ("waiting for values: ", "yellow"), (str(pending["path"]), "bold"), " ",
+            _short(pending["arguments"]), " needs ", ", ".join(asked),
+            ("  (run again with --values '", "dim"), example, ("')", "dim")))
+    elif pending is not None:
         parts.append(Text.assemble(
             ("waiting at a gate: ", "yellow"), (str(pending["path"]), "bold"), " ",
             _short(pending["arguments"]), ("  (--auto-approve runs it)", "dim")))

@@ -63,6 +63,9 @@ def run(
                                                "confirmation gate")] = False,
     trace_file: Annotated[Path | None, typer.Option("--trace", help="write the trace "
                                                     "(JSONL) here")] = None,
+    values: Annotated[str | None, typer.Option(
+        "--values", help="a JSON object of values for a call that waits for what the request "
+        "did not hold (--missing-values ask), e.g. '{\"amount\": 500}'")] = None,
     *, engine: EngineChoice, routing: RoutingFlags,
     as_json: JsonOpt = False,
 ) -> None:
@@ -73,14 +76,24 @@ def run(
     from stackroute.server.routing.router import build_machine
 
     try:
+        given = parse_values(values)
         tree = load_tree(catalog)
         made = engine.make()
         options = routing.options_for(made)
         machine = build_machine(tree, made, is_flat=flat, options=options)
         state = machine.start(query, is_flat=flat)
         machine.run(state)
-        while state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
-            machine.approve(state, state.pending.digest)
+        while state.status is RunStatus.PAUSED and state.pending is not None:
+            pending = state.pending
+            if pending.is_waiting_for_values:
+                if given is None or any(n not in given for n in pending.missing_values):
+                    break
+                machine.supply(state, pending.digest,
+                               {n: given[n] for n in pending.missing_values})
+            elif auto_approve:
+                machine.approve(state, pending.digest)
+            else:
+                break
             machine.run(state)
     except StackrouteError as e:
         raise fail(e) from e
@@ -97,12 +110,18 @@ def run(
     outcome = {"done": "done", "paused": "paused", "limit": "limit"}.get(state.status.value,
                                                                          "error")
     out = {"outcome": outcome,
-           "calls": [{k: c[k] for k in ("path", "arguments", "written_values") if k in c}
+           "calls": [{k: c[k] for k in ("path", "arguments", "written_values",
+                                        "supplied_values") if k in c}
                      for c in state.calls],
            "usage": state.usage.to_dict(), "format_failures": state.num_format_failures,
            "routing": options.describe(), "model": made.info.model}
     if state.status is RunStatus.PAUSED and state.pending is not None:
         out["pending"] = state.pending.to_dict()
+        if state.pending.is_waiting_for_values:
+            from stackroute.runtime.missing_values import values_schema
+
+            out["pending"]["values_schema"] = values_schema(
+                tree.node(state.pending.path).parameters, state.pending.missing_values)
     if as_json:
         print_json(out)
         return
@@ -150,3 +169,20 @@ def eval_(
         table.add_row(k, json.dumps(v) if isinstance(v, dict) else f"{v:.4g}"
                       if isinstance(v, float) else str(v))
     console.print(table)
+
+
+def parse_values(text: str | None) -> dict[str, Any] | None:
+    """`run --values`: a JSON object, or None where the flag was not given."""
+    from stackroute.runtime.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise InputError(f"--values must be a JSON object such as '{{\"amount\": 500}}'; got "
+                         f"{text!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"--values must be a JSON object such as '{{\"amount\": 500}}'; got "
+                         f"a JSON {type(value).__name__}: {text!r}")
+    return value

@@ -86,6 +86,9 @@ def serve(
     argument_values: Annotated[str | None, typer.Option(
         "--argument-values", help="model | priors: who picks argument values among the "
                                   "request's (the argument_values setting)")] = None,
+    missing_values: Annotated[str | None, typer.Option(
+        "--missing-values", help="ask | write: a required value the request lacks is asked "
+                                 "of the user or made up (the missing_values setting)")] = None,
     recall_after_backs: Annotated[int | None, typer.Option(
         "--recall-after-backs", min=0, help="after this many BACKs in a frame the evidence "
         "decides it; 0: off (the recall_after_backs setting)")] = None,
@@ -118,8 +121,9 @@ def serve(
             dtype=dtype, max_draft_tokens=max_draft_tokens, max_string_chars=max_string_chars,
             unwinding=unwinding, prompt_order=prompt_order, allowed_hosts=allowed_host,
             shortlist=shortlist, shortlist_margin=shortlist_margin, abstain=abstain,
-            argument_values=argument_values, recall_after_backs=recall_after_backs,
-            allowed_origins=allowed_origin, serve_docs=serve_docs,
+            argument_values=argument_values, missing_values=missing_values,
+            recall_after_backs=recall_after_backs, allowed_origins=allowed_origin,
+            serve_docs=serve_docs,
             strict_openai=strict_openai, max_tool_menu=max_tool_menu,
             chat_template=chat_template, engine_args=engine_args,
             served_model_name=served_model_name, remote_constraints=remote_constraints)

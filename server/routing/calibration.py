@@ -25,6 +25,7 @@ from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
+    MissingValues,
     Policy,
     RouterOptions,
     default_shortlist,
@@ -109,6 +110,7 @@ def router_options(model: str, *, policy: Policy | None = None,
                    shortlist_margin: float | None = None,
                    abstain: bool | None = None,
                    argument_values: ArgumentValues | None = None,
+                   missing_values: MissingValues | None = None,
                    recall_after_backs: int | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
@@ -119,7 +121,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py).
     `argument_values` None: the setting's; None there too: the calibration's under the guided
     policy (plain is the model alone, the paper's router), else the model's choice.
-    `recall_after_backs` None: the setting's; None there too: the calibration's (0: off)."""
+    `recall_after_backs` None: the setting's; None there too: the calibration's (0: off).
+    `missing_values` None: the setting's."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -164,6 +167,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     if argument_values is None and file is not None and options.recovery is not None:
         argument_values = argument_values_of(file)
     options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
+    if missing_values is not None:
+        options = replace(options, missing_values=missing_values)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,
                                                            margin=shortlist_margin))

@@ -28,6 +28,7 @@ class GeneratedArguments:
     # how each property got its value (`ValueChoice.to_dict()`: name, source, candidates...)
     value_choices: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     written_values: tuple[str, ...] = ()  # required values the model wrote (the fallback)
+    missing_values: tuple[str, ...] = ()  # required values left out, to be asked of the user
 
 
 def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
@@ -40,6 +41,7 @@ def leaf_decision(step: MenuStep, generated: GeneratedArguments) -> Decision:
                                                  finish_reason=generation.finish_reason,
                                                  fallback=generated.fallback),
                     written_values=generated.written_values,
+                    missing_values=generated.missing_values,
                     detail={**step.detail, "value_choices": list(generated.value_choices)}
                     if generated.value_choices else step.detail)
 

@@ -34,6 +34,15 @@ class ArgumentValues(StrEnum):
     PRIORS = "priors"  # the candidate with the highest prior: no model call
 
 
+class MissingValues(StrEnum):
+    """What a call does with a required value its request holds nothing for
+    (arguments/filling.py): the model cannot take it from the request, so it would make one
+    up ("send money to Asha" sends 100)."""
+
+    ASK = "ask"  # left out; the call pauses until the user supplies it (runtime/missing_values.py)
+    WRITE = "write"  # the model writes one under the schema, flagged in `written_values`
+
+
 class DraftSource(StrEnum):
     """Where speculative routing takes the paths it verifies in one pass."""
 
@@ -95,6 +104,10 @@ class RouterOptions:
     # Who picks argument values among the request's candidates: per model, from its
     # calibration (`calibration.py`); the model's choice where nothing says otherwise.
     argument_values: ArgumentValues = ArgumentValues.MODEL
+    # A required value the request holds nothing for: asked of the user, or written by the
+    # model (settings.py's `missing_values`).
+    missing_values: MissingValues = field(
+        default_factory=lambda: MissingValues(_setting("missing_values")))
 
     @property
     def policy(self) -> Policy:
@@ -102,7 +115,8 @@ class RouterOptions:
 
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed (`abstention` only
-        where the check is on, `argument_values` only where not the model's choice)."""
+        where the check is on, `argument_values` only where not the model's choice,
+        `missing_values` only where they are written rather than asked)."""
         out: dict[str, str | None] = {
             "policy": self.policy.value, "calibration": self.calibration,
             "speculation": self.speculation.value,
@@ -111,4 +125,6 @@ class RouterOptions:
             out["abstention"] = "on"
         if self.argument_values is not ArgumentValues.MODEL:
             out["argument_values"] = self.argument_values.value
+        if self.missing_values is not MissingValues.ASK:
+            out["missing_values"] = self.missing_values.value
         return out

@@ -171,12 +171,14 @@ class EngineRouter:
         """The leaf's arguments from the request (`arguments/filling.py`, H7): per property
         the values the request holds are the menu of one constrained choice (none needed
         for a single candidate); optional properties only where the request supports them;
-        a required value with no candidate is written as free JSON under its schema (the
-        fallback, recorded as `free_text`)."""
+        a required value with no candidate is asked of the user (`MissingValues.ASK`, an
+        object excepted) or written as free JSON under its schema (the fallback, recorded
+        as `free_text`)."""
         from stackroute.server.routing.arguments import ArgumentFiller
 
         filler = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
-                                values=self.options.argument_values)
+                                values=self.options.argument_values,
+                                missing=self.options.missing_values)
         try:
             filled = filler.fill(request, leaf)
         except InvalidGrammarError as e:  # the catalog's author needs to know which leaf
@@ -185,7 +187,7 @@ class EngineRouter:
                                 usage=filled.usage)
         return GeneratedArguments(generation, filled.usage, filled.fallback,
                                   tuple(c.to_dict() for c in filled.choices),
-                                  filled.written_values())
+                                  filled.written_values(), filled.missing_values())
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,

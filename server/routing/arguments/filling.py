@@ -7,8 +7,10 @@ optional property is offered only where the request supports it (it names the pr
 holds a value of its kind: a matched enum word, a date, an e-mail, an unused number, a list of
 copyable values), and then with `NONE` on the menu; otherwise it stays out. A required property
 the request holds no candidate for (an object, an array of free words) is written by the model
-as free JSON under its schema, one call for all of them: the fallback. Values already given to
-one property are not offered to the next while others remain.
+as free JSON under its schema, one call for all of them: the fallback; with
+`MissingValues.ASK` one a person can type (anything but an object) is left out instead and
+named in `missing_values`, for the machine to ask the user (runtime/missing_values.py). Values
+already given to one property are not offered to the next while others remain.
 
 With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
 (`assignment.py`: one piece of the request is one value, given to the property it fits best;
@@ -38,7 +40,7 @@ from stackroute.server.routing.arguments.candidates import (
     topic_words,
 )
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
-from stackroute.server.routing.options import ArgumentValues
+from stackroute.server.routing.options import ArgumentValues, MissingValues
 
 NONE_OPTION = "NONE"
 # How far the candidates' priors (log-odds from the request's own evidence: a value's label,
@@ -55,7 +57,7 @@ class ValueChoice:
     """How one property got its value (or was left out)."""
 
     name: str
-    source: str  # single | model | prior | fallback | omitted | unsupported
+    source: str  # single | model | prior | fallback | missing | omitted | unsupported
     num_candidates: int
     value: Any = None
     probability: float | None = None
@@ -85,15 +87,22 @@ class FilledArguments:
         the menu."""
         return tuple(c.name for c in self.choices if c.source == "fallback")
 
+    def missing_values(self) -> tuple[str, ...]:
+        """The required properties the request held nothing for, left out to be asked of the
+        user (`MissingValues.ASK`)."""
+        return tuple(c.name for c in self.choices if c.source == "missing")
+
 
 class ArgumentFiller:
     """Arguments for a chosen leaf, value by value, from the request's candidates."""
 
-    def __init__(self, engine: Engine, *, max_argument_tokens: int = 384,
+    def __init__(self, engine: Engine, *, missing: MissingValues,
+                 max_argument_tokens: int = 384,
                  values: ArgumentValues = ArgumentValues.MODEL) -> None:
         self.engine = engine
         self.max_argument_tokens = max_argument_tokens
         self.values = values
+        self.missing = missing
 
     def fill(self, request: RoutingRequest, leaf: Node) -> FilledArguments:
         schema: Mapping[str, Any] = leaf.parameters or {}
@@ -116,10 +125,13 @@ class ArgumentFiller:
             found = menus[name]
             fresh = found if by_priors else [c for c in found if c.text not in used] or found
             if not fresh:
-                if is_required:
+                source = "unsupported"
+                if is_required and self.missing is MissingValues.ASK and _is_askable(prop):
+                    source = "missing"
+                elif is_required:
                     rest.append(name)
-                filled.choices.append(ValueChoice(name, "fallback" if is_required
-                                                  else "unsupported", 0))
+                    source = "fallback"
+                filled.choices.append(ValueChoice(name, source, 0))
                 continue
             if not is_required and not (name in picks if by_priors else _supported(
                     name, prop, fresh, request.task, used)):
@@ -226,6 +238,16 @@ def _assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
     picks |= {n: _Pick(c) for n, c in zip(
         may, assign_values([left[n] for n in may], [True] * len(may)), strict=True)}
     return picks
+
+
+def _is_askable(prop: Mapping[str, Any]) -> bool:
+    """Whether a person can answer for this value (a number, a name, a list of them): not an
+    object, which the model writes under its schema.
+
+    >>> _is_askable({"type": "number"}), _is_askable({"type": "object", "properties": {}})
+    (True, False)
+    """
+    return prop.get("type") != "object" and "properties" not in prop
 
 
 def _schema_of(prop: Any) -> Mapping[str, Any]:
