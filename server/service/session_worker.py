@@ -172,7 +172,8 @@ class SessionWorker:
     def _auto_approve(self, live: LiveSession) -> bool:
         state, pending = live.state, live.state.pending
         if (state.status is RunStatus.PAUSED and live.row.is_auto_approve
-                and pending is not None and pending.is_gated):
+                and pending is not None and pending.is_gated
+                and not pending.is_waiting_for_values):
             live.machine.approve(state, pending.digest)
             return True
         return False

@@ -173,7 +173,14 @@ class SessionService:
         return self._gate(session_id, digest, is_approved=True)
 
     def reject(self, session_id: str, digest: str) -> SessionRecord:
+        """Decline the paused call (at its gate, or waiting for values)."""
         return self._gate(session_id, digest, is_approved=False)
+
+    def supply(self, session_id: str, digest: str, values: Any) -> SessionRecord:
+        """Give the call waiting for values (`PendingCall.missing_values`) exactly those: it
+        then runs, or waits at its gate under a new digest (a sensitive leaf). Wrong values
+        are an InputError (422) and change nothing."""
+        return self._gate(session_id, digest, values=values)
 
     def submit_result(self, session_id: str, digest: str, *, result: Any = None,
                       error: str | None = None) -> SessionRecord:
@@ -220,11 +227,15 @@ class SessionService:
         self._watchers.row(session_id)
         return self._watchers.watch(session_id, after_seq)
 
-    def _gate(self, session_id: str, digest: str, *, is_approved: bool) -> SessionRecord:
+    def _gate(self, session_id: str, digest: str, *, is_approved: bool = False,
+              values: Any = None) -> SessionRecord:
+        """Approve, reject, or (`values` not None) supply the paused call, and go on."""
         live = self._claims.for_client(session_id)
         try:
             with live.lock:
-                if is_approved:
+                if values is not None:
+                    live.machine.supply(live.state, digest, values)
+                elif is_approved:
                     live.machine.approve(live.state, digest)
                 else:
                     live.machine.reject(live.state, digest)
