@@ -123,11 +123,16 @@ async def chat_completions(body: ChatCompletionRequest, request: Request,
             "model": state.engine.info.model}
     routed = await openai_tools.route_chat(body, state, request) \
         if openai_tools.is_routed(body) else None
-    if routed is not None and routed.turn.call is not None:
+    if routed is not None and routed.is_tool_call:
         if body.stream:
             return sse_response(openai_tools.tool_call_stream(
                 head, routed, include_usage=_include_usage(body)), headers=headers)
         return openai_tools.tool_call_completion(head, routed)
+    if routed is not None and routed.is_question:
+        if body.stream:
+            return sse_response(openai_tools.question_stream(
+                head, routed, include_usage=_include_usage(body)), headers=headers)
+        return openai_tools.question_completion(head, routed)
     if body.stream:
         items = await _stream(state, [prompt], constraint, sampling, endpoint="chat")
         return sse_response(views.chat_stream(

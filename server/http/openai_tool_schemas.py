@@ -76,8 +76,13 @@ class ToolRouting(BaseModel):
     catalog_build_ms: float = Field(description="time spent building it for this request")
     num_tools: int
     run_id: str | None = Field(None, description="the routing run; a tool_call id names it")
-    outcome: str = Field(description="'tool_call', 'no_call' or 'limit'")
+    outcome: str = Field(description="'tool_call', 'no_call', 'limit', or 'values_needed' "
+                         "(the answer asks for values the request did not hold)")
     path: str | None = Field(None, description="the called leaf's path in the tree")
     written_values: list[str] = Field(
         default_factory=list, description="the call's arguments the model wrote under the "
         "schema instead of taking them from the request: not the user's words")
+    missing_values: list[str] = Field(
+        default_factory=list, description="values_needed: the required values the request "
+        "did not hold, which the answer asks for (reply with them: the reply is routed with "
+        "the request it completes)")

@@ -5,7 +5,9 @@ tree (`server/service/tool_runs.py`), and the call it decides comes back as Open
 A request whose conversation ends with `tool` messages resumes the run that made the call
 (the `tool_call` id names it). When the run ends without a call (`tool_choice` allowing it),
 the endpoint answers in words as plain chat does, with the routing's usage added
-(`RoutedChat.usage`).
+(`RoutedChat.usage`). When the call waits for values the request did not hold, the answer is
+a question in words (`values_question.py`; `tool_routing.outcome` "values_needed"), and the
+user's reply is routed with the request it completes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from fastapi import Request
 from stackroute.runtime.errors import InputError
+from stackroute.runtime.missing_values import values_schema
 from stackroute.runtime.usage import Usage
 from stackroute.server.http import openai_views as views
 from stackroute.server.http.app_state import AppState
@@ -44,10 +47,12 @@ from stackroute.server.service.tool_runs import (
     ToolRunStore,
     ToolTurn,
     ToolTurnRequest,
+    TurnOutcome,
     machine_call_id,
     run_tool_turn,
     tool_call_id,
 )
+from stackroute.server.service.values_question import Turn, routed_task, values_question
 
 ARGUMENT_PIECE_CHARS = 16  # a streamed call's arguments go out in pieces of this size
 _SETUP_LOCK = threading.Lock()
@@ -83,7 +88,25 @@ class RoutedChat:
             outcome=self.turn.outcome.value,
             path=None if self.turn.call is None else self.turn.call.path,
             written_values=[] if self.turn.call is None
-            else list(self.turn.call.written_values))
+            else list(self.turn.call.written_values),
+            missing_values=[] if self.turn.call is None
+            else list(self.turn.call.missing_values))
+
+    @property
+    def is_tool_call(self) -> bool:
+        return self.turn.outcome is TurnOutcome.TOOL_CALL
+
+    @property
+    def is_question(self) -> bool:
+        return self.turn.outcome is TurnOutcome.VALUES_NEEDED
+
+    def question(self) -> str:
+        """The question for the values the call waits for (`values_question.py`)."""
+        call, leaf = self.turn.call, self.turn.leaf
+        if call is None or leaf is None:
+            raise RuntimeError("a question without a call")  # our bug
+        asked = values_schema(leaf.parameters, call.missing_values)["properties"]
+        return values_question(self.catalog.function_name(leaf), call.arguments, asked)
 
 
 def is_routed(body: ChatCompletionRequest) -> bool:
@@ -154,6 +177,34 @@ async def tool_call_stream(head: dict[str, Any], routed: RoutedChat, *,
     yield SseEvent("[DONE]")
 
 
+def question_completion(head: dict[str, Any], routed: RoutedChat) -> ChatCompletion:
+    """The question for the values a call waits for, as the assistant's answer."""
+    return ChatCompletion(
+        **head, choices=[ChatChoice(
+            index=0, message=AssistantMessage(content=routed.question()), logprobs=None,
+            finish_reason="stop")],
+        usage=completion_usage(routed.usage, routing_calls=routed.num_routing_calls),
+        tool_routing=routed.routing())
+
+
+async def question_stream(head: dict[str, Any], routed: RoutedChat, *,
+                          include_usage: bool) -> AsyncIterator[SseEvent]:
+    """The question as `chat.completion.chunk` deltas: the role, the text, the finish."""
+    head = {**head, "object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SseEvent:
+        return SseEvent({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                              "finish_reason": finish_reason}]})
+
+    yield chunk({"role": "assistant", "content": routed.question()})
+    yield chunk({}, finish_reason="stop")
+    if include_usage:
+        usage = completion_usage(routed.usage, routing_calls=routed.num_routing_calls)
+        yield SseEvent({**head, "choices": [], "usage": usage.model_dump(exclude_none=True),
+                        "tool_routing": routed.routing().model_dump()})
+    yield SseEvent("[DONE]")
+
+
 def _call_out(routed: RoutedChat) -> ToolCallOut:
     call, leaf = routed.turn.call, routed.turn.leaf
     if call is None or leaf is None:
@@ -174,10 +225,11 @@ def _turn_request(body: ChatCompletionRequest, runs: ToolRunStore) -> ToolTurnRe
     if result is not None:
         return ToolTurnRequest(task="", mode=mode if mode is not ChoiceMode.NAMED
                                else ChoiceMode.AUTO, result=result)
-    users = [m for m in body.messages if m.role == "user"]
-    if not users:
+    if not any(m.role == "user" for m in body.messages):
         raise InputError("messages: a request with tools needs a user message to route")
-    return ToolTurnRequest(task=users[-1].text, mode=mode, function=function)
+    task = routed_task([Turn(role=m.role, text=m.text, has_tool_calls=bool(m.tool_calls))
+                        for m in body.messages])
+    return ToolTurnRequest(task=task, mode=mode, function=function)
 
 
 def _tool_result(messages: list[ChatMessage]) -> ToolResult | None:

@@ -56,6 +56,7 @@ class TurnOutcome(StrEnum):
     TOOL_CALL = "tool_call"  # a leaf call for the client to run
     NO_CALL = "no_call"  # the run finished without (another) call: answer in words
     LIMIT = "limit"  # a governance limit ended the run
+    VALUES_NEEDED = "values_needed"  # the call waits for values the request lacked: ask
 
 
 class UnknownToolRunError(StateError):
@@ -76,7 +77,7 @@ class ToolResult:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolTurnRequest:
-    task: str  # the last user message (a new run); ignored when resuming
+    task: str  # the user's words (`values_question.routed_task`); ignored when resuming
     mode: ChoiceMode = ChoiceMode.AUTO
     function: str | None = None  # the named function (mode NAMED)
     result: ToolResult | None = None  # resume the run that made this call
@@ -86,7 +87,7 @@ class ToolTurnRequest:
 class ToolTurn:
     run_id: str
     outcome: TurnOutcome
-    call: PendingCall | None  # TOOL_CALL: the call the client runs
+    call: PendingCall | None  # TOOL_CALL: the call the client runs; VALUES_NEEDED: the one asking
     leaf: Node | None
     events: tuple[TraceEvent, ...]  # this turn's transitions
     usage: Usage  # this turn's model calls
@@ -154,10 +155,15 @@ def run_tool_turn(catalog: ToolCatalog, request: ToolTurnRequest, context: Route
     num_events = len(state.trace)
     usage_before = state.usage
     _advance(machine, state, context)
-    runs.put(state)
     events = tuple(state.trace[num_events:])
     usage = Usage.from_dict({k: v - usage_before.to_dict()[k]
                              for k, v in state.usage.to_dict().items()})
+    if state.pending is not None and state.pending.is_waiting_for_values:
+        # Not kept: the answer comes back as words, routed with the request they complete.
+        return ToolTurn(run_id=state.run_id, outcome=TurnOutcome.VALUES_NEEDED,
+                        call=state.pending, leaf=catalog.tree.get(state.pending.path),
+                        events=events, usage=usage)
+    runs.put(state)
     if state.pending is not None:
         return ToolTurn(run_id=state.run_id, outcome=TurnOutcome.TOOL_CALL, call=state.pending,
                         leaf=catalog.tree.get(state.pending.path), events=events, usage=usage)

@@ -64,10 +64,10 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     quotes = [m.span() for m in QUOTED.finditer(request)]
     own = {w[:4] for w in words}
 
-    # each sentence's first word: its verb ("Choose PayPal as ..."), capitalised for the
-    # sentence, not for a name
+    # each sentence's (or line's) first word: its verb ("Choose PayPal as ..."), capitalised
+    # for the sentence, not for a name
     starts = {k for k, (_, start) in enumerate(tokens) if k == 0 or re.search(
-        r"[.!?]", request[tokens[k - 1][1] + len(tokens[k - 1][0]):start])}
+        r"[.!?\n]", request[tokens[k - 1][1] + len(tokens[k - 1][0]):start])}
 
     def is_capital(k: int) -> bool:
         return 0 <= k < len(tokens) and k not in starts and tokens[k][0][:1].isupper()
@@ -92,8 +92,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             end = tokens[j][1] + len(last)
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
-            if re.search(r"[.;!?]\s|,\s|[()\[\]]", request[start:end]):
-                continue  # spans stay inside one clause (and out of brackets)
+            if re.search(r"[.;!?]\s|,\s|[()\[\]\n]", request[start:end]):
+                continue  # spans stay inside one clause and line (and out of brackets)
             text = request[start:end]
             if any(q in text for q in "\"“”") or all(
                     t.lower() in STOPWORDS or t.lower()[:4] in own for t, _ in tokens[i:j + 1]):

@@ -105,17 +105,6 @@ def test_tools_get_a_schema_valid_call_and_the_second_request_reuses_everything(
 
 
 @pytest.mark.model
-def test_a_value_the_request_does_not_give_is_named_beside_the_call(
-        client: openai.OpenAI, model_id: str) -> None:
-    reply = client.chat.completions.create(
-        model=model_id, messages=[{"role": "user", "content": "Send money to Alice"}],
-        tools=BANK_TOOLS, tool_choice="required")  # type: ignore[arg-type]
-    [call] = reply.choices[0].message.tool_calls or []
-    routing = reply.model_extra["tool_routing"]  # type: ignore[index]
-    assert routing["written_values"] == ["amount"], (call.function.arguments, routing)
-
-
-@pytest.mark.model
 def test_a_streamed_call_arrives_as_deltas(client: openai.OpenAI, model_id: str) -> None:
     kwargs: dict[str, Any] = {"model": model_id, "messages": SEND, "tools": BANK_TOOLS,
                               "tool_choice": "required"}

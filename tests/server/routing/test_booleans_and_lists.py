@@ -103,6 +103,13 @@ def test_what_a_search_is_about_is_its_query(name: str, request_text: str, value
     assert best(name, {"type": "string"}, request_text) == value
 
 
+def test_a_span_stays_on_its_line() -> None:
+    # a reply routed with the request it answers ("Send money to Alice" + "150") was
+    # "Alice\n150": a line break ends a clause as a full stop does
+    texts = [c.text for c in candidates("payee", {"type": "string"}, "Send money to Alice\n150")]
+    assert "Alice" in texts and not any("\n" in t for t in texts)
+
+
 CATALOG = {"name": "r", "children": [
     {"name": "create_event", "description": "Create a calendar event",
      "parameters": {"type": "object", "properties": {
