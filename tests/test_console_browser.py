@@ -313,3 +313,45 @@ def test_console_catalog_lint_search_and_try_in_a_real_browser(
     on_route = browser.find_elements(By.CSS_SELECTOR, "#catalog-tree .on-route")
     assert {e.text for e in on_route} == {"bank", "payments", "send_money"}
     _screenshot(browser, tmp_path, "catalog")
+
+
+def test_console_asks_for_a_missing_value_in_a_real_browser(
+        server: dict[str, Any], browser: Any, tmp_path: Path) -> None:
+    """"send money to Asha" holds no amount: the page shows a form for it instead of Approve;
+    a refused answer shows the server's words and keeps the form; the right one moves the call
+    to its gate (send_money is sensitive), where Approve runs it."""
+    from selenium.webdriver.common.by import By
+
+    client, catalog_id = server["client"], server["catalog_id"]
+    asking_id = _create(client, catalog_id, "send money to Asha")
+    asking = _wait_status(client, asking_id, "paused")
+    assert asking["pending"]["missing_values"] == ["amount"]
+    browser.get(f"{server['base_url']}/ui#/session/{asking_id}")
+    _sign_in_if_asked(browser, '.gate[data-asking="values"]')
+
+    gate = browser.find_element(By.CSS_SELECTOR, ".gate")
+    assert gate.find_element(By.CSS_SELECTOR, ".gate-missing").text == "amount"
+    amount = gate.find_element(By.CSS_SELECTOR, '.value-field[data-name="amount"] input')
+    assert amount.get_attribute("type") == "number"
+    assert not browser.find_elements(By.ID, "approve")  # no approval while a value is missing
+    assert browser.find_element(By.ID, "reject").is_displayed()  # declining stays possible
+
+    # Sent empty: the server names what is still needed; the form stays.
+    browser.find_element(By.ID, "send-values").click()
+    assert "still needs amount" in _wait(browser, "#values-error", text="amount").text
+    assert client.get(f"/v1/sessions/{asking_id}").json()["pending"] == asking["pending"]
+    _screenshot(browser, tmp_path, "session-values")
+
+    amount.send_keys("500")
+    browser.find_element(By.ID, "send-values").click()
+    _wait(browser, '.gate[data-asking="approval"] #approve')
+    assert _wait(browser, ".gate-supplied").text == "amount"
+    gate = browser.find_element(By.CSS_SELECTOR, ".gate")
+    assert json.loads(gate.find_element(By.CSS_SELECTOR, ".gate-arguments").text) == {
+        "payee": "Asha", "amount": 500}
+    browser.find_element(By.ID, "approve").click()
+    _wait(browser, '#view[data-status="done"]')
+    final = client.get(f"/v1/sessions/{asking_id}").json()
+    assert [c["path"] for c in final["calls"]] == ["payments/send_money"]
+    assert final["calls"][0]["arguments"] == {"payee": "Asha", "amount": 500}
+    assert final["calls"][0]["supplied_values"] == ["amount"]

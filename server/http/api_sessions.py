@@ -1,7 +1,7 @@
 """HTTP routes for sessions: whole tasks run in the background, gated calls approved or
-rejected, traces and server-sent events. Routes only: the work is `server/service/sessions.py`.
-Every blocking call (SQLite, the first step) runs in a worker thread (FastAPI runs plain `def`
-routes in its thread pool)."""
+rejected, missing values supplied, traces and server-sent events. Routes only: the work is
+`server/service/sessions.py`. Every blocking call (SQLite, the first step) runs in a worker
+thread (FastAPI runs plain `def` routes in its thread pool)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,14 @@ from stackroute.server.http.routing_schemas import (
     SessionList,
     SessionView,
     ToolResultRequest,
+    ValuesRequest,
 )
 from stackroute.server.http.routing_views import session_summary, session_view
 from stackroute.server.http.sse import SSE_OPENAPI, SseEvent, sse_response
+from stackroute.server.service.catalog_registry import UnknownCatalogError
 from stackroute.server.service.session_events import StreamEnd
 from stackroute.server.service.sessions import SessionService
+from stackroute.server.service.store_records import SessionRecord
 from starlette.concurrency import run_in_threadpool
 
 MAX_SQL_INT = (1 << 63) - 1  # SQLite's largest INTEGER: a larger offset or seq cannot bind
@@ -41,13 +44,26 @@ def _sessions(app: AppState) -> SessionService:
     return app.service().sessions
 
 
+def _view(app: AppState, record: SessionRecord, *, include_state: bool = False) -> SessionView:
+    """The session's view; a call waiting for values shows their schema, read from the
+    session's catalog (kept while a paused session uses it; gone, each shows as `{}`)."""
+    pending = record.state.pending
+    tree = None
+    if pending is not None and pending.is_waiting_for_values:
+        try:
+            tree = app.service().catalogs.get(record.row.catalog_id).tree
+        except UnknownCatalogError:
+            tree = None
+    return session_view(record, include_state=include_state, tree=tree)
+
+
 @router.post("/v1/sessions", status_code=201, responses=error_responses(403, 404, 422, 429))
 def create_session(body: CreateSessionRequest, app: StateDep) -> SessionView:
     """Start a task; it runs in the background, one persisted transition at a time."""
     limits = None if body.limits is None else body.limits.model_dump(exclude_none=True)
     record = _sessions(app).create(body.catalog, body.task, limits=limits, is_flat=body.flat,
                                    is_auto_approve=body.auto_approve)
-    return session_view(record)
+    return _view(app, record)
 
 
 @router.get("/v1/sessions", responses=error_responses(422))
@@ -69,19 +85,28 @@ def get_session(
     include_state: Annotated[bool, Query(description="add the whole run state")] = False,
 ) -> SessionView:
     """State, stack, pending call and the trace so far."""
-    return session_view(_sessions(app).get(session_id), include_state=include_state)
+    return _view(app, _sessions(app).get(session_id), include_state=include_state)
 
 
 @router.post("/v1/sessions/{session_id}/approve", responses=error_responses(404, 409, 422))
 def approve_session(session_id: str, body: GateRequest, app: StateDep) -> SessionView:
     """Run the call waiting at the confirmation gate (the digest must match it)."""
-    return session_view(_sessions(app).approve(session_id, body.digest))
+    return _view(app, _sessions(app).approve(session_id, body.digest))
 
 
 @router.post("/v1/sessions/{session_id}/reject", responses=error_responses(404, 409, 422))
 def reject_session(session_id: str, body: GateRequest, app: StateDep) -> SessionView:
-    """Refuse the call waiting at the gate; the run continues without it."""
-    return session_view(_sessions(app).reject(session_id, body.digest))
+    """Refuse the paused call (at the gate, or waiting for values); the run continues
+    without it."""
+    return _view(app, _sessions(app).reject(session_id, body.digest))
+
+
+@router.post("/v1/sessions/{session_id}/values", responses=error_responses(400, 404, 409, 422))
+def supply_session_values(session_id: str, body: ValuesRequest, app: StateDep) -> SessionView:
+    """Give the call waiting for values (its `missing_values`) exactly those, shaped by its
+    `values_schema`: it then runs, or (a sensitive leaf) waits at its gate under a new
+    digest. Wrong values are refused with what was expected and change nothing."""
+    return _view(app, _sessions(app).supply(session_id, body.digest, body.values))
 
 
 @router.post("/v1/sessions/{session_id}/result", responses=error_responses(404, 409, 422))
@@ -89,13 +114,13 @@ def submit_session_result(session_id: str, body: ToolResultRequest,
                           app: StateDep) -> SessionView:
     """Hand back the outcome of the call waiting at the gate, run by the client itself (the
     server does not run it); the run continues with it."""
-    return session_view(_sessions(app).submit_result(session_id, body.digest,
-                                                     result=body.result, error=body.error))
+    return _view(app, _sessions(app).submit_result(session_id, body.digest,
+                                                   result=body.result, error=body.error))
 
 
 @router.post("/v1/sessions/{session_id}/cancel", responses=error_responses(404, 409, 422))
 def cancel_session(session_id: str, app: StateDep) -> SessionView:
-    return session_view(_sessions(app).cancel(session_id))
+    return _view(app, _sessions(app).cancel(session_id))
 
 
 @router.get("/v1/sessions/{session_id}/trace", response_class=NdjsonResponse,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from stackroute.runtime.governance import RunStatus
 from stackroute.server.service.run_state_input import UsageFields
 
@@ -85,6 +85,30 @@ class ToolResultRequest(GateRequest):
     error: str | None = Field(None, description="why the call failed, instead of a result")
 
 
+class ValuesRequest(GateRequest):
+    """The user's values for the call waiting for them (the pending call's `missing_values`):
+    exactly those names, each fitting the leaf's schema (the pending call's `values_schema`)."""
+
+    values: dict[str, Any] = Field(
+        description="one value per missing name, e.g. {\"amount\": 500}",
+        json_schema_extra={"examples": [{"amount": 500}]})
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        if not isinstance(value, dict):  # a null must not arrive as "no values" (a reject)
+            raise ValueError("expected a JSON object naming each missing value, got "
+                             f"{_json_kind(value)}")
+        return value
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON name of `value`'s type, as a client wrote it."""
+    kinds = ((type(None), "null"), (bool, "a boolean"), (int, "a number"), (float, "a number"),
+             (str, "a string"), (list, "an array"))
+    return next((name for cls, name in kinds if isinstance(value, cls)), type(value).__name__)
+
+
 class PendingCallModel(BaseModel):
     path: str
     arguments: dict[str, Any]
@@ -99,6 +123,15 @@ class PendingCallModel(BaseModel):
         default_factory=list, description="required arguments the model wrote under the "
         "schema instead of taking them from the request (it held no value for them, or the "
         "engine would not choose one): not the user's words; read them before approving")
+    missing_values: list[str] = Field(
+        default_factory=list, description="required arguments the request held no value for: "
+        "the call waits for the user to give them (POST /v1/sessions/{id}/values, shaped by "
+        "`values_schema`); it cannot be approved until then, only rejected")
+    supplied_values: list[str] = Field(
+        default_factory=list, description="arguments the user gave after the call asked")
+    values_schema: dict[str, Any] | None = Field(
+        None, description="the JSON schema of the answer to `missing_values`: an object with "
+        "exactly those properties, all required (null when nothing is missing)")
 
 
 class FrameModel(BaseModel):

@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from stackroute.runtime.missing_values import values_schema
+from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.http.routing_schemas import (
     CatalogInfo,
     CompileStats,
@@ -46,21 +48,34 @@ def session_summary(row: SessionRow) -> SessionSummary:
                           created_unix=row.created_unix, updated_unix=row.updated_unix)
 
 
-def session_view(record: SessionRecord, *, include_state: bool = False) -> SessionView:
+def session_view(record: SessionRecord, *, include_state: bool = False,
+                 tree: CapabilityTree | None = None) -> SessionView:
+    """The session as the API shows it; `tree` (the session's catalog) gives the schema of
+    the values a pending call waits for (without it each value's schema shows as `{}`)."""
     data = json_safe(record.state.to_dict())
     pending: Mapping[str, Any] | None = data["pending"]
     return SessionView(
         **session_summary(record.row).model_dump(),
         num_steps=data["num_steps"], num_format_failures=data["num_format_failures"],
-        pending=None if pending is None else PendingCallModel(
-            path=pending["path"], arguments=pending["arguments"],
-            arguments_text=shown_json(pending["arguments"]), call_id=pending["call_id"],
-            digest=pending["digest"], is_gated=pending["is_gated"],
-            written_values=pending.get("written_values", [])),
+        pending=None if pending is None else pending_call(pending, tree),
         stack=[FrameModel(**{k: f[k] for k in FrameModel.model_fields}) for f in data["stack"]],
         calls=data["calls"], result=data["result"], error=data["error"],
         usage=UsageModel(**data["usage"]), trace=data["trace"],
         state=data if include_state else None)
+
+
+def pending_call(pending: Mapping[str, Any], tree: CapabilityTree | None) -> PendingCallModel:
+    """A serialised pending call as the API shows it (`PendingCall.to_dict`'s shape)."""
+    missing = tuple(pending.get("missing_values", ()))
+    node = None if tree is None or not missing else tree.get(pending["path"])
+    return PendingCallModel(
+        path=pending["path"], arguments=pending["arguments"],
+        arguments_text=shown_json(pending["arguments"]), call_id=pending["call_id"],
+        digest=pending["digest"], is_gated=pending["is_gated"],
+        written_values=pending.get("written_values", []), missing_values=list(missing),
+        supplied_values=pending.get("supplied_values", []),
+        values_schema=values_schema(None if node is None else node.parameters, missing)
+        if missing else None)
 
 
 def catalog_info(entry: CatalogEntry) -> CatalogInfo:

@@ -59,6 +59,8 @@ class _PendingShape(_Shape):
     is_gated: bool
     digest: str
     written_values: list[str] = []  # arguments not taken from the request
+    missing_values: list[str] = []  # required values still asked of the user
+    supplied_values: list[str] = []  # the values the user gave for them
 
 
 class _LimitsShape(_Shape):

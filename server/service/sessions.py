@@ -180,7 +180,8 @@ class SessionService:
         """Give the call waiting for values (`PendingCall.missing_values`) exactly those: it
         then runs, or waits at its gate under a new digest (a sensitive leaf). Wrong values
         are an InputError (422) and change nothing."""
-        return self._gate(session_id, digest, values=values)
+        return self._gate(session_id, digest, is_approved=False, values=values,
+                          is_supply=True)
 
     def submit_result(self, session_id: str, digest: str, *, result: Any = None,
                       error: str | None = None) -> SessionRecord:
@@ -227,13 +228,13 @@ class SessionService:
         self._watchers.row(session_id)
         return self._watchers.watch(session_id, after_seq)
 
-    def _gate(self, session_id: str, digest: str, *, is_approved: bool = False,
-              values: Any = None) -> SessionRecord:
-        """Approve, reject, or (`values` not None) supply the paused call, and go on."""
+    def _gate(self, session_id: str, digest: str, *, is_approved: bool, values: Any = None,
+              is_supply: bool = False) -> SessionRecord:
+        """Approve, reject, or (`is_supply`) supply `values` to the paused call, and go on."""
         live = self._claims.for_client(session_id)
         try:
             with live.lock:
-                if values is not None:
+                if is_supply:
                     live.machine.supply(live.state, digest, values)
                 elif is_approved:
                     live.machine.approve(live.state, digest)

@@ -1,7 +1,8 @@
-"""A call whose required value the request did not hold ("Send money to Asha": no amount)
-waits at its gate with `written_values` naming what the model wrote rather than took from the
-request, so the approver reads it before approving; a value taken from the request is not
-named (the CLI's and the runtime's tests show a call taken whole)."""
+"""With `missing_values: write` (the default, ask, pauses for the value instead:
+test_session_values.py), a call whose required value the request did not hold ("Send money
+to Asha": no amount) waits at its gate with `written_values` naming what the model wrote
+rather than took from the request, so the approver reads it before approving; a value taken
+from the request is not named (the CLI's and the runtime's tests show a call taken whole)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def pending_of(client: TestClient, catalog_id: str, task: str) -> dict[str, obje
 
 
 def test_the_gate_names_the_values_the_model_wrote(tmp_path: Path) -> None:
-    with TestClient(make_app(make_settings(tmp_path), PlanEngine())) as client:
+    settings = make_settings(tmp_path, missing_values="write")
+    with TestClient(make_app(settings, PlanEngine())) as client:
         catalog_id = upload(client)
         written = pending_of(client, catalog_id, "Send money to Asha")
         assert written["arguments"] == {"payee": "Asha", "amount": 5}  # the plan's values

@@ -59,6 +59,12 @@ function eventLine(e) {
     case "gate_pause":
       return h("div", { class: "event ev-gate" }, seq, h("span", { class: "kind" }, "gate"),
         "waits for approval: ", h("code", {}, e.detail.leaf));
+    case "values_pause":
+      return h("div", { class: "event ev-gate" }, seq, h("span", { class: "kind" }, "asks"),
+        h("code", {}, e.detail.leaf), " needs ", (e.detail.missing_values || []).join(", "));
+    case "values_supply":
+      return h("div", { class: "event ev-values" }, seq, h("span", { class: "kind" }, "given"),
+        (e.detail.supplied_values || []).join(", "), e.arguments ? h("code", {}, JSON.stringify(e.arguments)) : null);
     case "gate_approve":
     case "gate_reject":
       return h("div", { class: `event ev-${e.kind}` }, seq, h("span", { class: "kind" }, e.kind === "gate_approve" ? "approved" : "rejected"),
