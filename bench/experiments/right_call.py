@@ -141,6 +141,7 @@ def routing_row(machine: StackMachine, tree: CapabilityTree, query: Query) -> di
                         "routed": result.is_success, "exact": result.is_args_success,
                         "model_calls": state.usage.model_calls, "wall_ms": round(wall_ms, 1),
                         "params": result.params.to_dict(), "outcome": result.outcome,
+                        "asked_values": list(result.asked_values),
                         # decisions the evidence took after a frame's BACKs (recovery.py)
                         "recalls": sum(1 for e in state.trace if e.kind.value == "route"
                                        and "recall" in e.detail)}}

@@ -83,7 +83,8 @@ def run_task(engine: Any, data: Any, query: Query, *, unwinding: bool, order: in
     try:
         state = machine.run(machine.start(query.query, run_id=query.id,
                                           at=start_at(query, start)))
-        while state.status is RunStatus.PAUSED and state.pending is not None:
+        while state.status is RunStatus.PAUSED and state.pending is not None \
+                and not state.pending.is_waiting_for_values:
             machine.approve(state, state.pending.digest)  # as `run --auto-approve`
             machine.run(state)
     except InputError as e:  # e.g. a prompt longer than the model's context

@@ -71,6 +71,9 @@ class QueryResult:
     params: ParamCounts = field(default_factory=lambda: ParamCounts())
     # per call, the arguments the model wrote instead of taking them from the request
     written_values: tuple[tuple[str, ...], ...] = ()
+    # the values the last call waits for (it asked the user; counted among `called` with
+    # the arguments it had: an eval has no one to answer)
+    asked_values: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "query": self.query, "tags": list(self.tags),
@@ -81,7 +84,8 @@ class QueryResult:
                 "outcome": self.outcome, "usage": self.usage,
                 "format_failures": self.format_failures, "wall_ms": round(self.wall_ms, 1),
                 "params": self.params.to_dict(), "error": self.error,
-                "written_values": [list(w) for w in self.written_values]}
+                "written_values": [list(w) for w in self.written_values],
+                "asked_values": list(self.asked_values)}
 
 
 @dataclass(frozen=True)
@@ -108,24 +112,33 @@ class ParamCounts:
 
 
 def run_query(machine: StackMachine, query: Query, *, auto_approve: bool = True) -> RunState:
+    """The query's run, approved at every gate (`auto_approve`); it stops at a call that
+    waits for values (nobody answers an eval's questions)."""
     state = machine.start(query.query, run_id=f"eval-{query.id}")
     while True:
         machine.run(state)
-        if state.status is RunStatus.PAUSED and auto_approve and state.pending is not None:
-            machine.approve(state, state.pending.digest)
+        pending = state.pending
+        if state.status is RunStatus.PAUSED and auto_approve and pending is not None \
+                and not pending.is_waiting_for_values:
+            machine.approve(state, pending.digest)
             continue
         return state
 
 
 def score(tree: CapabilityTree, query: Query, state: RunState, *,
           wall_ms: float = 0.0) -> QueryResult:
-    called = tuple(c["path"] for c in state.calls)
+    calls = list(state.calls)
+    asked: tuple[str, ...] = ()
+    if state.pending is not None and state.pending.is_waiting_for_values:
+        asked = state.pending.missing_values  # the leaf it chose, without what it asks
+        calls.append({"path": state.pending.path, "arguments": state.pending.arguments})
+    called = tuple(c["path"] for c in calls)
     arguments = tuple(c["arguments"] if isinstance(c["arguments"], Mapping) else {}
-                      for c in state.calls)
+                      for c in calls)
     is_success = called == query.gold
     is_args_success = is_success
     if is_success and query.args is not None:
-        for call, gold_args in zip(state.calls, query.args, strict=False):
+        for call, gold_args in zip(calls, query.args, strict=False):
             leaf = tree.get(call["path"])
             schema = leaf.parameters if leaf is not None else None
             if not arguments_equal(call["arguments"], gold_args, schema):
@@ -137,7 +150,8 @@ def score(tree: CapabilityTree, query: Query, state: RunState, *,
                        query=query.query, arguments=arguments, gold_args=query.args,
                        wall_ms=wall_ms, params=param_counts(tree, query, called, arguments),
                        written_values=tuple(tuple(c.get("written_values", ()))
-                                            for c in state.calls))
+                                            for c in state.calls),
+                       asked_values=asked)
 
 
 def param_counts(tree: CapabilityTree, query: Query, called: tuple[str, ...],
@@ -227,6 +241,8 @@ class EvalSummary:
             "format_failures": sum(r.format_failures for r in rs),
             # calls made with a value the request did not give (the model wrote it)
             "calls_with_written_values": sum(bool(w) for r in rs for w in r.written_values),
+            # requests whose call waits for values the request did not hold (it asked)
+            "queries_that_asked": sum(bool(r.asked_values) for r in rs),
             **params.prf(),
             "results": [r.to_dict() for r in rs],
         }

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 ENGINE = ["--engine", "console_kit:build_keyword_engine"]
 RESULT_KEYS = {"id", "query", "tags", "gold", "gold_args", "called", "arguments", "success",
                "args_success", "outcome", "usage", "format_failures", "wall_ms", "params",
-               "error", "written_values"}
+               "error", "written_values", "asked_values"}
 
 
 @pytest.fixture()
@@ -51,7 +51,9 @@ def test_eval_json_lists_each_query_beside_the_aggregates(files: tuple[Path, Pat
     assert {"param_precision", "param_recall", "param_f1"} <= set(out)
 
 
-def test_eval_json_names_the_values_the_model_wrote(tmp_path: Path) -> None:
+@pytest.mark.parametrize("missing_values", ["write", "ask"])
+def test_eval_json_names_the_values_written_or_asked(tmp_path: Path,
+                                                     missing_values: str) -> None:
     bank = tmp_path / "bank.json"
     bank.write_text(json.dumps(BANK), encoding="utf-8")
     queries = tmp_path / "queries.jsonl"
@@ -59,11 +61,20 @@ def test_eval_json_names_the_values_the_model_wrote(tmp_path: Path) -> None:
         {"id": "given", "query": "send 5 euros to Asha", "gold": ["payments/send_money"]},
         {"id": "missing", "query": "send money to Asha", "gold": ["payments/send_money"]},
     ]) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", *ENGINE])
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", *ENGINE,
+                                      "--missing-values", missing_values])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert [r["written_values"] for r in out["results"]] == [[[]], [["amount"]]]
-    assert out["calls_with_written_values"] == 1
+    if missing_values == "write":
+        assert [r["written_values"] for r in out["results"]] == [[[]], [["amount"]]]
+        assert (out["calls_with_written_values"], out["queries_that_asked"]) == (1, 0)
+        return
+    # asked: the run stops at the call, counted as the leaf it chose without the amount
+    missing = out["results"][1]
+    assert (missing["asked_values"], missing["outcome"]) == (["amount"], "paused")
+    assert missing["called"] == ["payments/send_money"] and missing["success"]
+    assert missing["arguments"] == [{"payee": "Asha"}]
+    assert (out["calls_with_written_values"], out["queries_that_asked"]) == (0, 1)
 
 
 def test_eval_table_leaves_the_per_query_rows_to_json(files: tuple[Path, Path]) -> None:
