@@ -1,7 +1,8 @@
 """The gateway's state behind both MCP transports: the MCP connections, the handler table with
 the `mcp` kind, which catalog is current under each name (re-imported from its servers at
 load and on `notifications/tools/list_changed`), and the operations the MCP tools expose
-(route a request as a session; list, describe and call leaves; approve).
+(route a request as a session; list, describe and call leaves; approve; supply the values a
+routed call waits for).
 
 Only catalog *files* the operator names may start or reach MCP servers (their `mcp_servers`
 field); a catalog uploaded over the API can only name servers those files configured.
@@ -24,6 +25,7 @@ from stackroute.runtime.catalog import catalog_format, parse_catalog_document
 from stackroute.runtime.errors import CatalogError, InputError, StackrouteError, StateError
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.handlers import HandlerTable
+from stackroute.runtime.missing_values import values_schema
 from stackroute.runtime.schemas import argument_errors
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.mcp.config import CATALOG_FIELD
@@ -219,7 +221,8 @@ class McpGateway:
         while True:
             record = self._services().sessions.get(session_id)
             if record.state.status is not RunStatus.RUNNING or time.monotonic() > deadline:
-                return session_view(session_id, record.state)
+                return session_view(session_id, record.state,
+                                    asked=self._asked(record.row.catalog_id, record.state))
             time.sleep(POLL_S)
 
     def decide(self, session_id: str, *, is_approved: bool) -> None:
@@ -228,12 +231,39 @@ class McpGateway:
         if state.status is not RunStatus.PAUSED or state.pending is None:
             raise StateError(f"session {session_id} is {state.status.value}, not waiting for "
                              "approval")
+        if is_approved and state.pending.is_waiting_for_values:
+            raise StateError(f"session {session_id}: {state.pending.path} waits for values "
+                             f"({', '.join(state.pending.missing_values)}), not for approval; "
+                             "call `supply_values` with them (approve=false rejects the call)")
         if is_approved:
             sessions.approve(session_id, state.pending.digest)
         else:
             sessions.reject(session_id, state.pending.digest)
 
+    def supply(self, session_id: str, values: Any) -> None:
+        """Give the routed call that waits for values exactly those (`Sessions.supply`): it
+        then runs, or waits at its gate. Wrong values are an InputError; the call still
+        waits."""
+        sessions = self._services().sessions
+        state = sessions.get(session_id).state
+        pending = state.pending
+        if state.status is not RunStatus.PAUSED or pending is None:
+            raise StateError(f"session {session_id} is {state.status.value}, not waiting for "
+                             "values")
+        if not pending.is_waiting_for_values:
+            raise StateError(f"session {session_id}: {pending.path} waits for approval, not "
+                             "for values; call `approve` (approve=false rejects it)")
+        sessions.supply(session_id, pending.digest, values)
+
     # -- helpers -----------------------------------------------------------------------------
+    def _asked(self, catalog_id: str, state: Any) -> dict[str, Any] | None:
+        """The JSON schema of the values a paused call waits for (None if it waits for none)."""
+        pending = state.pending
+        if pending is None or not pending.is_waiting_for_values:
+            return None
+        leaf = self._services().catalogs.get(catalog_id).tree.node(pending.path)
+        return values_schema(leaf.parameters, pending.missing_values)
+
     def _services(self) -> Services:
         if self.services is None:
             raise StateError("the MCP gateway is not attached to a service yet")
@@ -272,17 +302,33 @@ def _path(node: Node) -> str:
     return "/".join(node.path)
 
 
-def session_view(session_id: str, state: Any) -> dict[str, Any]:
-    """What an MCP client gets back for a routed request."""
+def session_view(session_id: str, state: Any, *,
+                 asked: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What an MCP client gets back for a routed request; `asked`: the schema of the values a
+    paused call waits for (`values_schema`), shown with it."""
     out: dict[str, Any] = {"status": state.status.value, "id": session_id,
                            "calls": state.calls}
-    if state.status is RunStatus.PAUSED and state.pending is not None:
-        out["pending"] = {"path": state.pending.path, "arguments": state.pending.arguments,
-                          **state.pending.provenance()}
-        out["message"] = ("this call waits for approval: call `approve` with this id "
-                          "(approve=false rejects it)")
+    pending = state.pending
+    if state.status is RunStatus.PAUSED and pending is not None:
+        out["pending"] = {"path": pending.path, "arguments": pending.arguments,
+                          **pending.provenance()}
+        if pending.is_waiting_for_values:
+            if asked is not None:
+                out["pending"]["values_schema"] = dict(asked)
+            out["message"] = supply_message(pending.missing_values)
+        else:
+            out["message"] = ("this call waits for approval: call `approve` with this id "
+                              "(approve=false rejects it)")
     if state.status is RunStatus.RUNNING:
         out["message"] = "still routing: call `result` with this id for its state"
     if state.error:
         out["error"] = state.error
     return out
+
+
+def supply_message(missing: Iterable[str]) -> str:
+    names = list(missing)
+    example = "{" + ", ".join(f"{json.dumps(name)}: ..." for name in names) + "}"
+    return (f"this call needs values the request did not give: {', '.join(names)}. Ask the "
+            f"user, then call `supply_values` with this id and values={example} (an object "
+            "matching pending.values_schema); `approve` with approve=false rejects the call")

@@ -3,6 +3,9 @@
 - `route`: one `route` tool (a request in, the routed call's result out). A call that waits at
   a confirmation gate is put to the user as MCP elicitation where the client supports it;
   otherwise the answer is `{"status": "paused", "id", "pending"}` and `approve(id)` runs it.
+  A call that waits for values the request did not give (`pending.missing_values`) is asked
+  of the user the same way where every missing value is a primitive a form can hold
+  (elicit_values.py); otherwise `supply_values(id, values)` answers it.
 - `discover`: lazy-discovery meta-tools: `list_children(path)`, `describe_leaf(path)`,
   `call_leaf(path, arguments, call_id?)`, so the client's own model walks the tree; a
   sensitive leaf pauses the same way.
@@ -22,6 +25,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 from stackroute.runtime.errors import StackrouteError
+from stackroute.server.mcp.elicit_values import requested_schema, values_message
 from stackroute.server.mcp.gateway import McpGateway
 
 MAX_ROUTE_WAIT_S = 300.0  # a route call answers `running` (poll with `result`) after this
@@ -66,16 +70,52 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE,
 
     async def confirm(ctx: Context, message: str) -> bool | None:
         """The user's answer through elicitation; None where the client cannot elicit."""
-        capabilities = ctx.client_capabilities
-        if capabilities is None or capabilities.elicitation is None:
+        if not can_elicit(ctx):
             return None
         answer = await ctx.elicit(message, schema=Approval)
         return answer.action == "accept" and bool(answer.data.approve)
+
+    def can_elicit(ctx: Context) -> bool:
+        capabilities = ctx.client_capabilities
+        return capabilities is not None and capabilities.elicitation is not None
+
+    async def ask_values(ctx: Context, session_id: str,
+                         view: dict[str, Any]) -> dict[str, Any] | None:
+        """The values the paused call waits for, asked of the user through elicitation: on
+        accept they are supplied, on decline the call is rejected (None: routing goes on); on
+        cancel, where the client cannot elicit, or the values are not all primitives a form
+        holds, the call still waits and `view` is the answer (with why a refused answer was
+        refused)."""
+        pending = view["pending"]
+        form = requested_schema(pending.get("values_schema"))
+        if form is None or not can_elicit(ctx):
+            return view
+        answer = await ctx.session.elicit_form(message=values_message(pending),
+                                               requested_schema=form,
+                                               related_request_id=ctx.request_id)
+        if answer.action == "cancel":
+            return view
+        try:
+            if answer.action == "accept":
+                await sync(gateway.supply, session_id, dict(answer.content or {}))
+            else:
+                await sync(gateway.decide, session_id, is_approved=False)
+        except ToolError as e:  # a value that fails the leaf's schema: the call still waits
+            view = await sync(gateway.wait, session_id, max_wait_s=0.0)
+            view["message"] = f"the values given were refused: {e}. {view.get('message', '')}"
+            return view
+        return None
 
     async def settle_session(ctx: Context, session_id: str) -> dict[str, Any]:
         view = await sync(gateway.wait, session_id, max_wait_s=max_wait_s)
         while view["status"] == "paused":
             pending = view["pending"]
+            if pending.get("missing_values"):
+                unanswered = await ask_values(ctx, session_id, view)
+                if unanswered is not None:
+                    return unanswered
+                view = await sync(gateway.wait, session_id, max_wait_s=max_wait_s)
+                continue
             written = pending.get("written_values")
             note = (" Written by the model, not taken from the request: " + ", ".join(written)
                     if written else "")
@@ -100,6 +140,15 @@ def build_server(gateway: McpGateway, *, mode: Mode = Mode.ROUTE,
                                  "'running' answer or a reconnect).")
         async def result(id: str) -> dict[str, Any]:
             return await sync(gateway.wait, id, max_wait_s=0.0)
+
+        @server.tool(description="Give a routed call the values it waits for (the ones its "
+                                 "request did not say), by the id its paused answer gave: "
+                                 "values is an object with exactly pending.missing_values, "
+                                 "matching pending.values_schema.")
+        async def supply_values(id: str, values: dict[str, Any], ctx: Context,
+                                ) -> dict[str, Any]:
+            await sync(gateway.supply, id, values)
+            return await settle_session(ctx, id)
 
     if mode in (Mode.DISCOVER, Mode.BOTH):
         @server.tool(description="The children of a node of the tool tree ('' is the "

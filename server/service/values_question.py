@@ -40,7 +40,7 @@ def values_question(function: str, arguments: Mapping[str, Any],
     To call send_money (payee: "Asha") I still need the amount (number: EUR). What should it be?
     """
     given = ", ".join(f"{name}: {_shown(value)}" for name, value in arguments.items())
-    needs = [_described(name, schema) for name, schema in asked.items()]
+    needs = [described_value(name, schema) for name, schema in asked.items()]
     listed = needs[0] if len(needs) == 1 else ", ".join(needs[:-1]) + " and " + needs[-1]
     ending = "What should it be?" if len(needs) == 1 else "What should they be?"
     return (f"{QUESTION_OPENING}{function}{f' ({given})' if given else ''} I still need the "
@@ -75,7 +75,12 @@ def _ends_request(turn: Turn, *, has_words: bool) -> bool:
     return turn.role == "assistant" and has_words and not turn.text.startswith(QUESTION_OPENING)
 
 
-def _described(name: str, schema: Any) -> str:
+def described_value(name: str, schema: Any) -> str:
+    """A value asked for, as a person reads it: its name, type (or choices) and description.
+
+    >>> described_value("seat", {"enum": ["aisle", "window"]})
+    'seat (one of "aisle", "window")'
+    """
     schema = schema if isinstance(schema, Mapping) else {}
     kind = "one of " + ", ".join(map(_shown, schema["enum"])) if "enum" in schema \
         else str(schema.get("type", "value"))

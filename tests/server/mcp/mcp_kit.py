@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -88,19 +88,26 @@ def wait_for_calls(path: Path, num: int, *, timeout_s: float = 30.0) -> list[dic
         time.sleep(0.05)
 
 
+Elicitor = Callable[[str, dict[str, Any]], tuple[str, dict[str, Any] | None]]
+
+
 class GatewayClient:
     """The MCP SDK's own client, connected to a `stackroute mcp` process over stdio, held open
     on a private loop so synchronous tests can share one gateway. `answer_elicitation`: None
-    declares no elicitation support; True/False accepts with approve=that."""
+    declares no elicitation support; True/False accepts with approve=that. `elicitor` (instead)
+    answers each elicitation from its message and requested schema with (action, content)."""
 
-    def __init__(self, args: list[str], *, answer_elicitation: bool | None = None) -> None:
+    def __init__(self, args: list[str], *, answer_elicitation: bool | None = None,
+                 elicitor: Elicitor | None = None) -> None:
         import asyncio
 
         from stackroute.server.engines.loop_thread import LoopThread
 
         self.args = args
         self.answer_elicitation = answer_elicitation
+        self.elicitor = elicitor
         self.elicited: list[str] = []
+        self.requested_schemas: list[dict[str, Any]] = []
         self._loop = LoopThread(name="mcp-test-client")
         self._stop = asyncio.Event()
         self._session: Any = None
@@ -120,6 +127,10 @@ class GatewayClient:
 
         async def elicit(context: Any, params: Any) -> Any:
             self.elicited.append(params.message)
+            self.requested_schemas.append(dict(params.requested_schema))
+            if self.elicitor is not None:
+                action, content = self.elicitor(params.message, dict(params.requested_schema))
+                return ElicitResult(action=action, content=content)
             return ElicitResult(action="accept",
                                 content={"approve": bool(self.answer_elicitation)})
 
@@ -131,7 +142,7 @@ class GatewayClient:
             async with stdio_client(params) as (read, write), ClientSession(
                     read, write, read_timeout_seconds=600,
                     elicitation_callback=None if self.answer_elicitation is None
-                    else elicit) as session:
+                    and self.elicitor is None else elicit) as session:
                 await session.initialize()
                 self._session = session
                 ready.set_result(True)

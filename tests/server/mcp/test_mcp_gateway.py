@@ -63,7 +63,8 @@ def client(gateway_catalog: tuple[Path, Path]) -> Iterator[GatewayClient]:
 
 def test_the_gateway_lists_its_own_tools_not_the_servers(client: GatewayClient) -> None:
     assert sorted(client.tool_names()) == sorted(
-        ["route", "result", "list_children", "describe_leaf", "call_leaf", "approve"])
+        ["route", "result", "supply_values", "list_children", "describe_leaf", "call_leaf",
+         "approve"])
 
 
 def test_discovery_walks_to_a_tool_of_the_second_server(
