@@ -33,6 +33,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
        "in-scope requests (issue 25)."),
     _e("right-call", "experiments.right_call",
        "The right tool with the right arguments: argument accuracy per model tier (issue 25)."),
+    _e("missing-values", "experiments.missing_values",
+       "A request that lacks a required value: is it asked of the user, or made up?"),
     _e("build-tree", "experiments.build_tree",
        "A tree built from a flat catalog vs the dataset's own taxonomy."),
     _e("calibrate", "experiments.calibrate",

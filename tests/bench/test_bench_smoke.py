@@ -66,6 +66,7 @@ SMOKES: dict[str, Smoke] = {
     "shared-prompt": covered("tests/bench/test_shared_prompt_bench.py"),
     "out-of-scope": covered("tests/bench/test_out_of_scope_bench.py"),
     "right-call": covered("tests/bench/test_right_call_bench.py"),
+    "missing-values": smoke("--out", "OUT", needs="model seal"),
     "crash": covered("tests/reliability/test_crash.py"),
     "chaos": covered("tests/reliability/test_chaos.py"),
     "multi-instance": smoke("--db", "PG", "--out", "OUT", needs="pg"),

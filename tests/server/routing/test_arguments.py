@@ -7,6 +7,7 @@ the real machine; tier a: the real embedded model on the README's command)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from doubles import LogitEngine, then_done
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Generation, SamplingOptions
-from stackroute.server.routing.router import build_machine
+from stackroute.server.routing.options import MissingValues
+from stackroute.server.routing.router import build_machine, product_options
 from stackroute.server.tools.evaluate import Query, run_query
 
 SCHEMA = {"type": "object", "properties": {
@@ -58,8 +60,12 @@ def value_calls(engine: LogitEngine) -> list[tuple[str, ...]]:
     return [c.options for c in engine.calls if "DONE" not in c.options]
 
 
-def run(catalog: dict[str, Any], engine: LogitEngine, text: str) -> Any:
-    machine = build_machine(build_tree(catalog), engine)
+def run(catalog: dict[str, Any], engine: LogitEngine, text: str,
+        missing: MissingValues | None = None) -> Any:
+    """`text` routed with the product's options (`missing`: the missing-values option)."""
+    options = None if missing is None else replace(product_options(engine),
+                                                   missing_values=missing)
+    machine = build_machine(build_tree(catalog), engine, options=options)
     return run_query(machine, Query(id="q", query=text, gold=(), args=None, tags=()))
 
 
@@ -115,7 +121,7 @@ def test_an_empty_schema_takes_no_call() -> None:
 
 def test_a_required_value_with_no_candidate_is_written_under_its_schema() -> None:
     engine = Writes({"pay": 5.0, "DONE": 0.0}, text='{"amount": 7}')
-    state = run(CATALOG, engine, "pay the plumber")
+    state = run(CATALOG, engine, "pay the plumber", MissingValues.WRITE)
     assert engine.schemas == [{"type": "object", "properties": {"amount": {"type": "number"}},
                                "required": ["amount"], "additionalProperties": False}]
     assert state.calls[0]["arguments"] == {"amount": 7}
@@ -125,7 +131,7 @@ def test_a_required_value_with_no_candidate_is_written_under_its_schema() -> Non
 
 def test_free_text_cut_off_at_the_cap_is_a_misstep() -> None:
     engine = Writes({"pay": 5.0, "DONE": 0.0}, text='{"amount": 7', finish_reason="length")
-    state = run(CATALOG, engine, "pay the plumber")
+    state = run(CATALOG, engine, "pay the plumber", MissingValues.WRITE)
     assert state.calls == [] or state.calls[0].get("error")
     assert state.num_format_failures >= 1
 
