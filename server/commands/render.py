@@ -142,6 +142,9 @@ def route_report(out: Mapping[str, Any], menu: Sequence[str] | None) -> Renderab
         branch = node.add(label)
         if is_chosen and out.get("arguments") is not None:
             branch.add(_short(out["arguments"]))
+            if out.get("missing_values"):
+                branch.add(Text("the request did not say " + ", ".join(out["missing_values"])
+                                + ": the call would ask for it", style="yellow"))
     if num_hidden:
         node.add(Text(f"… {num_hidden} less probable options (--json lists all)", style="dim"))
     return Group(node, Text.assemble(("routing ", "dim"), _routing(out["routing"])),

@@ -46,6 +46,9 @@ def route(
         "decision": event.decision, "node": node, "arguments": event.arguments,
         "probabilities": dict(event.probabilities or {}), "usage": dict(event.usage or {}),
         "routing": result.routing}
+    for key in ("written_values", "missing_values"):
+        if getattr(result, key):
+            out[key] = list(getattr(result, key))
     if as_json:
         print_json(out)
         return

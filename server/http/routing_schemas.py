@@ -44,6 +44,12 @@ class RouteResponse(BaseModel):
     probabilities: dict[str, float]
     is_leaf: bool = Field(description="the decision is a leaf (it carries arguments)")
     arguments: dict[str, Any] | None = Field(None, description="a leaf's arguments")
+    written_values: list[str] = Field(
+        default_factory=list, description="a leaf's arguments the model wrote under the schema "
+        "instead of taking them from the request (missing_values: write)")
+    missing_values: list[str] = Field(
+        default_factory=list, description="a leaf's required values the request did not hold, "
+        "left out of `arguments` for the user to give (missing_values: ask, the default)")
     misstep: str | None = Field(None, description="why the answer was rejected, if it was")
     usage: UsageModel
     state: dict[str, Any] | None = None

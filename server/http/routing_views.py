@@ -37,6 +37,7 @@ def route_response(result: RouteCallResult) -> RouteResponse:
         decision=event.decision or "", node=event.path, menu=list(event.menu or ()),
         probabilities=dict(event.probabilities or {}), is_leaf=is_leaf,
         arguments=dict(event.arguments or {}) if is_leaf else None, misstep=result.misstep,
+        written_values=list(result.written_values), missing_values=list(result.missing_values),
         usage=UsageModel(**dict(event.usage or {})),
         state=None if result.state is None else json_safe(result.state),
         routing=result.routing)

@@ -38,6 +38,10 @@ class RouteCallResult:
     misstep: str | None
     state: dict[str, Any] | None  # the run state after the call, when it is returned
     routing: dict[str, str | None]  # RouterOptions.describe(): policy, calibration, speculation
+    # a leaf decision's values not taken from the request: written by the model, or left for
+    # the user to give (the call it makes waits for them: `PendingCall.missing_values`)
+    written_values: tuple[str, ...] = ()
+    missing_values: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,4 +104,6 @@ def route_once(tree: CapabilityTree, call: RouteCall, context: RouteContext) -> 
         event=event, outcome=routing_outcome(machine.tree, event),
         misstep=next((e.error for e in new if e.kind is EventKind.MISSTEP), None),
         state=run.to_dict() if call.state is not None or call.include_state else None,
-        routing=context.options.describe())
+        routing=context.options.describe(),
+        written_values=() if run.pending is None else run.pending.written_values,
+        missing_values=() if run.pending is None else run.pending.missing_values)

@@ -113,6 +113,17 @@ def test_a_session_asks_for_the_missing_amount_over_http(tmp_path: Path) -> None
         check_answered(client.post, client.get, sid, lambda s: wait_status(client, s))
 
 
+def test_a_routing_call_names_the_values_its_leaf_decision_left_out(tmp_path: Path) -> None:
+    engine = PlanEngine(arguments={"send_money": {"payee": "Asha"}})
+    with TestClient(make_app(make_settings(tmp_path), engine)) as client:
+        r = client.post("/v1/route", json={"catalog": upload(client), "query": TASK,
+                                           "node": "payments"})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["decision"], out["arguments"]) == ("send_money", {"payee": "Asha"})
+    assert out["missing_values"] == ["amount"]  # (the scripted engine writes the payee)
+
+
 def test_reject_declines_a_call_waiting_for_values(tmp_path: Path) -> None:
     engine = PlanEngine(arguments={"send_money": {"payee": "Asha"}})
     with TestClient(make_app(make_settings(tmp_path), engine)) as client:
