@@ -83,9 +83,11 @@ def test_a_paused_run_shows_the_gate(bank: Path) -> None:
 
 
 def test_a_value_the_request_does_not_hold_is_marked_before_the_gate(bank: Path) -> None:
-    # "send money to Asha" names no amount: the model writes one under the schema (the
-    # fallback), and whoever approves the call must see that it was not asked for
-    result = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE])
+    # "send money to Asha" names no amount: with `--missing-values write` the model writes one
+    # under the schema (the fallback), and whoever approves the call must see that it was not
+    # asked for
+    result = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE,
+                                 "--missing-values", "write"])
     assert result.exit_code == 0, result.output
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     call = next(i for i, line in enumerate(lines) if "send_money {" in line)
@@ -93,6 +95,31 @@ def test_a_value_the_request_does_not_hold_is_marked_before_the_gate(bank: Path)
     assert lines[call + 2].endswith("└── paused: waits for approval")
     clear = runner.invoke(app, ["run", str(bank), "send 5 euros to Asha", *ENGINE])
     assert "not taken from the request" not in clear.stdout
+
+
+def test_a_value_the_request_does_not_hold_is_asked_and_given_with_values(bank: Path) -> None:
+    asked = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE])
+    assert asked.exit_code == 0, asked.output
+    flat = " ".join(asked.stdout.split())
+    assert "paused: the request did not say amount" in flat
+    assert ("waiting for values: payments/send_money {\"payee\": \"Asha\"} needs amount (run "
+            "again with --values '{\"amount\": <number>}')") in flat
+    out = json.loads(runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE,
+                                         "--json"]).stdout)
+    assert out["outcome"] == "paused" and out["calls"] == []
+    assert out["pending"]["missing_values"] == ["amount"]
+    assert out["pending"]["values_schema"]["required"] == ["amount"]
+
+    given = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE, "--json",
+                                "--values", '{"amount": 5}', "--auto-approve"])
+    assert json.loads(given.stdout)["calls"] == [{
+        "path": "payments/send_money", "arguments": {"payee": "Asha", "amount": 5},
+        "supplied_values": ["amount"]}]
+    for values, words in (('{"amount": "five"}', "do not fit its schema"),
+                          ("[5]", "must be a JSON object"), ("{amount", "must be a JSON object")):
+        bad = runner.invoke(app, ["run", str(bank), "send money to Asha", *ENGINE,
+                                  "--values", values])
+        assert bad.exit_code != 0 and words in " ".join(bad.output.split()), bad.output
 
 
 def test_run_json_is_unchanged(bank: Path) -> None:
