@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,10 +157,7 @@ async def tool_call_stream(head: dict[str, Any], routed: RoutedChat, *,
     in pieces, then `finish_reason: "tool_calls"` (and the usage), then `[DONE]`."""
     head = {**head, "object": "chat.completion.chunk"}
     call = _call_out(routed)
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SseEvent:
-        return SseEvent({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                              "finish_reason": finish_reason}]})
+    chunk = _chunks(head)
 
     yield chunk({"role": "assistant", "content": None, "tool_calls": [{
         "index": 0, "id": call.id, "type": "function",
@@ -191,11 +188,7 @@ async def question_stream(head: dict[str, Any], routed: RoutedChat, *,
                           include_usage: bool) -> AsyncIterator[SseEvent]:
     """The question as `chat.completion.chunk` deltas: the role, the text, the finish."""
     head = {**head, "object": "chat.completion.chunk"}
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SseEvent:
-        return SseEvent({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                              "finish_reason": finish_reason}]})
-
+    chunk = _chunks(head)
     yield chunk({"role": "assistant", "content": routed.question()})
     yield chunk({}, finish_reason="stop")
     if include_usage:
@@ -203,6 +196,15 @@ async def question_stream(head: dict[str, Any], routed: RoutedChat, *,
         yield SseEvent({**head, "choices": [], "usage": usage.model_dump(exclude_none=True),
                         "tool_routing": routed.routing().model_dump()})
     yield SseEvent("[DONE]")
+
+
+def _chunks(head: dict[str, Any]) -> Callable[..., SseEvent]:
+    """`chunk(delta, finish_reason=None)`: one `chat.completion.chunk` event under `head`."""
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SseEvent:
+        return SseEvent({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                              "finish_reason": finish_reason}]})
+
+    return chunk
 
 
 def _call_out(routed: RoutedChat) -> ToolCallOut:

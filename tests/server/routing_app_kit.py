@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from session_kit import BANK_CATALOG
@@ -61,13 +62,16 @@ def upload(client: TestClient, catalog: dict[str, Any] = BANK_CATALOG) -> str:
     return catalog_id
 
 
-def wait_status(client: TestClient, session_id: str, *, timeout_s: float = 10.0) -> str:
+def wait_status(client: httpx.Client, session_id: str, *, timeout_s: float = 10.0,
+                poll_s: float = 0.02) -> str:
+    """The session's status once it is not running (or as it is after `timeout_s`); any
+    httpx client: a TestClient, or one on a live server."""
     deadline = time.monotonic() + timeout_s
     while True:
         status: str = client.get(f"/v1/sessions/{session_id}").json()["status"]
         if status != "running" or time.monotonic() > deadline:
             return status
-        time.sleep(0.02)
+        time.sleep(poll_s)
 
 
 def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:

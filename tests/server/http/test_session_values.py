@@ -10,7 +10,6 @@ embedded model and the real app on uvicorn on loopback (tier c)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -169,12 +168,7 @@ def test_the_real_model_asks_for_the_amount_over_http(tmp_path: Path,
         sid = r.json()["id"]
 
         def wait(session_id: str) -> str:
-            deadline = time.monotonic() + REAL_WAIT_S
-            while True:
-                status: str = client.get(f"/v1/sessions/{session_id}").json()["status"]
-                if status != "running" or time.monotonic() > deadline:
-                    return status
-                time.sleep(0.1)
+            return wait_status(client, session_id, timeout_s=REAL_WAIT_S, poll_s=0.1)
 
         assert wait(sid) == "paused"
         view = client.get(f"/v1/sessions/{sid}").json()
