@@ -14,7 +14,7 @@ options, side by side in one process:
   (`written`) or another piece of the request took its place (`misplaced`: the ask cannot
   see a value is missing when the request holds something of its kind).
 
-    stackroute bench missing-values --split dev [--limit 200] [--out DIR]
+    stackroute bench missing-values --splits dev,test [--limit 200] [--out DIR]
     stackroute bench missing-values --smoke
 """
 
@@ -128,28 +128,41 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stackroute bench missing-values",
                                      description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
-    parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--splits", default="dev",
+                        help="Seal-Tools splits, comma-separated (tune on dev only)")
+    parser.add_argument("--limit", type=int, default=200, help="requests per split")
     parser.add_argument("--model", default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--smoke", action="store_true", help="3 dev queries")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.split, args.limit = "dev", 3
+        args.splits, args.limit = "dev", 3
+    splits = [s for s in args.splits.split(",") if s]
+    unknown = [s for s in splits if s not in SPLITS]
+    if unknown:
+        raise SystemExit(f"unknown split(s) {unknown}; expected some of {sorted(SPLITS)}")
     tree = load_catalog(SEAL_DIR / "seal-tools.catalog.json")
     engine = create_engine("transformers", model=args.model)
     machine = build_machine(tree, engine, options=RouterOptions(
         recovery=None, speculation=DraftSource.OFF))
-    rows: list[dict[str, Any]] = []
-    for record in single_tool_queries(SEAL_DIR / SPLITS[args.split], offset=0,
-                                      limit=args.limit):
-        rows += query_rows(engine, machine, tree, Query.from_record(record))
-    out = {"split": args.split, "model": engine.info.model, "summary": summary(rows)}
-    print(json.dumps(out["summary"], indent=1))
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"missing-values-{args.split}.json").write_text(
-            json.dumps({**out, "rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    summaries: dict[str, Any] = {}
+    for split in splits:
+        rows: list[dict[str, Any]] = []
+        for record in single_tool_queries(SEAL_DIR / SPLITS[split], offset=0,
+                                          limit=args.limit):
+            rows += query_rows(engine, machine, tree, Query.from_record(record))
+        summaries[split] = summary(rows)
+        print(json.dumps({split: summaries[split]}, indent=1), flush=True)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"missing-values-{split}.json").write_text(json.dumps(
+                {"split": split, "model": engine.info.model, "summary": summaries[split],
+                 "rows": rows}, indent=1, ensure_ascii=False) + "\n")
+    if args.out is not None:  # the manifest's headline: each split's counts, flattened
+        (args.out / "summary.json").write_text(json.dumps(
+            {"model": engine.info.model} | {split: {k: v for k, v in s.items() if k != "by_kind"}
+                                            for split, s in summaries.items()},
+            indent=1) + "\n")
     return 0
 
 
