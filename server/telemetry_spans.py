@@ -46,7 +46,10 @@ log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
 _SPAN_EVENTS = {EventKind.GATE_PAUSE, EventKind.GATE_APPROVE, EventKind.GATE_REJECT,
+                EventKind.VALUES_PAUSE, EventKind.VALUES_SUPPLY,
                 EventKind.ALERT, EventKind.MISSTEP, EventKind.LIMIT, EventKind.CANCEL}
+# a paused call can start running from here (a later gate's approval moves it on again)
+_RELEASES = {EventKind.GATE_APPROVE, EventKind.VALUES_SUPPLY}
 _ENDS = {EventKind.FINISH, EventKind.CANCEL}
 
 
@@ -103,7 +106,7 @@ class RunSpans:
             span.end(end_time=_ns(e.time_unix))
             self.frames.pop(e.frame_id or 0, None)
         if e.kind in _SPAN_EVENTS:
-            if e.kind is EventKind.GATE_APPROVE:
+            if e.kind in _RELEASES:
                 self.tool_starts[str(e.detail.get("call_id"))] = e.time_unix
             target = self.frames.get(e.frame_id or 0, session)
             attributes = {"stackroute.node_path": e.path}

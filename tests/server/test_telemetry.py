@@ -497,3 +497,37 @@ def test_the_arguments_span_says_how_each_value_was_filled() -> None:
     assert arguments.attributes["stackroute.arguments.model_choices"] == 1
     assert "a" not in [str(v) for v in arguments.attributes.values()]
     assert "stackroute.arguments.num_values" not in routing.attributes
+
+
+def test_a_call_waiting_for_values_is_an_event_and_its_tool_span_starts_when_given() -> None:
+    from stackroute.runtime.catalog import build_tree
+    from stackroute.runtime.decision import Decision
+    from stackroute.runtime.machine import StackMachine
+    from stackroute.server.telemetry_spans import export_run
+
+    class Asks:
+        def route(self, request: Any) -> Decision:
+            if request.step == 0:
+                return Decision(choice="weather", arguments={}, missing_values=("city",))
+            return Decision(choice="DONE")
+
+    tree = build_tree({"name": "t", "children": [{
+        "name": "weather", "description": "Weather for a city.", "handler": None,
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}]})
+    clock = iter(range(1_000, 2_000))
+    machine = StackMachine(tree, Asks(), clock=lambda: float(next(clock)))  # type: ignore[arg-type]
+    machine.executor.handlers.bind("weather", lambda city: {"city": city})  # type: ignore[attr-defined]
+    state = machine.run(machine.start("weather please", run_id="r"))
+    assert state.pending is not None
+    machine.supply(state, state.pending.digest, {"city": "Oslo"})
+    machine.run(state)
+    supplied = next(e for e in state.trace if e.kind is EventKind.VALUES_SUPPLY)
+    exporter = InMemorySpanExporter()
+    export_run(Telemetry.with_exporter(exporter).tracer, state.trace, run_id="r", model="m",
+               system="s")
+    spans = exporter.get_finished_spans()
+    events = [ev.name for span in spans for ev in span.events]
+    assert "values_pause" in events and "values_supply" in events
+    [tool] = [s for s in spans if s.name == "execute_tool weather"]
+    assert tool.start_time == int(supplied.time_unix * 1_000_000_000)  # not the pause's time
