@@ -218,10 +218,13 @@ def test_a_schema_no_grammar_can_hold_names_its_leaf(engine: TransformersEngine)
                 r"minItems is greater than maxItems: 5 > 2")
     with pytest.raises(InvalidGrammarError, match=expected):
         engine.prepare(tree)  # a catalog loaded into the service
-    from stackroute.server.routing.options import DraftSource, RouterOptions
+    from stackroute.server.routing.options import DraftSource, MissingValues, RouterOptions
     from stackroute.server.routing.router import build_machine
 
-    plain = RouterOptions(recovery=None, speculation=DraftSource.OFF)
+    # the model writes the tags (an array of free words the request holds none of is asked
+    # by default, and then nothing is compiled)
+    plain = RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                          missing_values=MissingValues.WRITE)
     machine = build_machine(tree, engine, options=plain)
     state = machine.start("tag my photo with beach", at="photos")
     with pytest.raises(InvalidGrammarError, match=expected):  # a run that meets it
