@@ -12,11 +12,10 @@ the answer when it is supplied, so a value they forbid is refused with the schem
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from stackroute.server.service.values_question import described_value
+from stackroute.server.service.values_question import described_call, described_value
 
 STRING_FORMATS = frozenset({"date", "date-time", "email", "uri"})
 COMMON_KEYS = ("title", "description")
@@ -102,9 +101,7 @@ def values_message(pending: Mapping[str, Any]) -> str:
     send_money (payee: "Asha") needs what the request did not say: amount (number: in dollars).
     """
     asked = (pending.get("values_schema") or {}).get("properties") or {}
-    given = ", ".join(f"{name}: {json.dumps(value, ensure_ascii=False)}"
-                      for name, value in (pending.get("arguments") or {}).items())
     needs = ", ".join(described_value(name, asked.get(name)) for name in pending["missing_values"])
-    return (f"{pending['path']}{f' ({given})' if given else ''} needs what the request did "
-            f"not say: {needs}.")
+    return (f"{described_call(pending['path'], pending.get('arguments') or {})} needs what the "
+            f"request did not say: {needs}.")
 

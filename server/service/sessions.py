@@ -25,7 +25,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -170,18 +170,18 @@ class SessionService:
 
     def approve(self, session_id: str, digest: str) -> SessionRecord:
         """Let the call waiting at the gate run; `digest` must be the pending call's."""
-        return self._gate(session_id, digest, is_approved=True)
+        return self._decide(session_id, lambda live: live.machine.approve(live.state, digest))
 
     def reject(self, session_id: str, digest: str) -> SessionRecord:
         """Decline the paused call (at its gate, or waiting for values)."""
-        return self._gate(session_id, digest, is_approved=False)
+        return self._decide(session_id, lambda live: live.machine.reject(live.state, digest))
 
     def supply(self, session_id: str, digest: str, values: Any) -> SessionRecord:
         """Give the call waiting for values (`PendingCall.missing_values`) exactly those: it
         then runs, or waits at its gate under a new digest (a sensitive leaf). Wrong values
-        are an InputError (422) and change nothing."""
-        return self._gate(session_id, digest, is_approved=False, values=values,
-                          is_supply=True)
+        are an InputError (400) and change nothing."""
+        return self._decide(session_id,
+                            lambda live: live.machine.supply(live.state, digest, values))
 
     def submit_result(self, session_id: str, digest: str, *, result: Any = None,
                       error: str | None = None) -> SessionRecord:
@@ -228,18 +228,13 @@ class SessionService:
         self._watchers.row(session_id)
         return self._watchers.watch(session_id, after_seq)
 
-    def _gate(self, session_id: str, digest: str, *, is_approved: bool, values: Any = None,
-              is_supply: bool = False) -> SessionRecord:
-        """Approve, reject, or (`is_supply`) supply `values` to the paused call, and go on."""
+    def _decide(self, session_id: str, act: Callable[[LiveSession], None]) -> SessionRecord:
+        """Apply the client's decision (`act`: approve, reject or supply) to the paused call
+        under the session's lease, save it, and go on."""
         live = self._claims.for_client(session_id)
         try:
             with live.lock:
-                if is_supply:
-                    live.machine.supply(live.state, digest, values)
-                elif is_approved:
-                    live.machine.approve(live.state, digest)
-                else:
-                    live.machine.reject(live.state, digest)
+                act(live)
                 self._worker.save(live)
         except BaseException:  # a wrong digest (409), a store error
             self._claims.settle(live, self._schedule)

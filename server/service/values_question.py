@@ -39,12 +39,21 @@ def values_question(function: str, arguments: Mapping[str, Any],
     ...                       {"amount": {"type": "number", "description": "EUR"}}))
     To call send_money (payee: "Asha") I still need the amount (number: EUR). What should it be?
     """
-    given = ", ".join(f"{name}: {_shown(value)}" for name, value in arguments.items())
     needs = [described_value(name, schema) for name, schema in asked.items()]
     listed = needs[0] if len(needs) == 1 else ", ".join(needs[:-1]) + " and " + needs[-1]
     ending = "What should it be?" if len(needs) == 1 else "What should they be?"
-    return (f"{QUESTION_OPENING}{function}{f' ({given})' if given else ''} I still need the "
+    return (f"{QUESTION_OPENING}{described_call(function, arguments)} I still need the "
             f"{listed}. {ending}")
+
+
+def described_call(function: str, arguments: Mapping[str, Any]) -> str:
+    """A call waiting for values, as a person reads it: the tool and what it already has.
+
+    >>> described_call("send_money", {"payee": "Asha"}), described_call("balance", {})
+    ('send_money (payee: "Asha")', 'balance')
+    """
+    given = ", ".join(f"{name}: {_shown(value)}" for name, value in arguments.items())
+    return f"{function} ({given})" if given else function
 
 
 def routed_task(turns: Sequence[Turn]) -> str:

@@ -9,7 +9,8 @@ copyable values), and then with `NONE` on the menu; otherwise it stays out. A re
 the request holds no candidate for (an object, an array of free words) is written by the model
 as free JSON under its schema, one call for all of them: the fallback; with
 `MissingValues.ASK` one a person can type (anything but an object) is left out instead and
-named in `missing_values`, for the machine to ask the user (runtime/missing_values.py). Values
+named in `missing_values`, for the machine to ask the user (runtime/missing_values.py), as is
+a free string or number whose value would have negative log-odds (`ASK_BELOW_PRIOR`). Values
 already given to one property are not offered to the next while others remain.
 
 With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
