@@ -14,6 +14,9 @@ the transformers systems), the same thread count, greedy decoding under the same
 - `ours-path` (named by hand): the same engine taking a request's calls as the product's
   router does when it verifies a drafted path: the descent in one pass, the unwind in one
   pass (`peers/ours.py`);
+- `ours-router` (named by hand, `--workload many` only): not a teacher-forced engine but the
+  product's default router on each request, its own decisions, its accuracy beside its speed
+  (`peers/router_system.py`);
 - `outlines`: its `Literal[...]` choice and JSON-schema generation (`peers_outlines.py`);
 - `llama.cpp`: llama-cpp-python with GBNF and its slot's prefix reuse, on the shipped GGUF
   (`peers_llama.py`). A manual run: the package builds from source (over 10 minutes on 2
@@ -75,18 +78,20 @@ from stackroute.bench.peers.workload import (
 )
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
-# run only when named: ours taking a request's calls at once, as the product's router does
-KNOWN_SYSTEMS = (*SYSTEMS, "ours-path")
+# run only when named: ours taking a request's calls at once, as the product's router does;
+# and (--workload many) the product's router on each request, its own decisions
+KNOWN_SYSTEMS = (*SYSTEMS, "ours-path", "ours-router")
+REQUEST_ONLY = ("ours-router",)  # route whole requests: --workload many only
 # NAME@PRECISION runs a system on that precision's model; auto: the product's choice for this
 # CPU (`cpu_dtype.resolve_dtype`: bfloat16 where the CPU multiplies it natively)
 DTYPES = ("float32", "bfloat16", "auto")
 WORKLOADS = ("mixed", "many")
-PACKAGES = {"ours": "torch", "ours-path": "torch", "xgrammar": "xgrammar", "outlines": "outlines",
-            "llama.cpp": "llama_cpp"}
+PACKAGES = {"ours": "torch", "ours-path": "torch", "ours-router": "torch",
+            "xgrammar": "xgrammar", "outlines": "outlines", "llama.cpp": "llama_cpp"}
 INSTALL_HINTS = {"outlines": "pip install 'outlines>=1.2' (the bench extra)",
                  "llama.cpp": "pip install llama-cpp-python (a source build; a manual run)",
                  "xgrammar": "pip install xgrammar", "ours": "pip install torch",
-                 "ours-path": "pip install torch"}
+                 "ours-path": "pip install torch", "ours-router": "pip install torch"}
 
 
 @dataclass(frozen=True)
@@ -135,9 +140,9 @@ def missing_systems(names: Sequence[str]) -> dict[str, str]:
 
 
 def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
-                  num_threads: int) -> list[PeerSystem]:
+                  num_threads: int, tree: Any = None) -> list[PeerSystem]:
     """The named systems, each on the model `load(precision)` returns (one model object per
-    precision, shared by the transformers systems)."""
+    precision, shared by the transformers systems); `ours-router` routes `tree`'s requests."""
     systems: list[PeerSystem] = []
     counters: dict[str | None, PassCounter] = {}
     for name in names:
@@ -150,6 +155,9 @@ def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
         elif base == "ours-path":
             from stackroute.bench.peers.ours import OursPathSystem
             system = OursPathSystem(loaded)
+        elif base == "ours-router":
+            from stackroute.bench.peers.router_system import RouterSystem
+            system = RouterSystem(loaded, tree)
         elif base == "xgrammar":
             from stackroute.bench.peers.xgrammar_peer import XgrammarSystem
             system = XgrammarSystem(loaded)
@@ -187,9 +195,8 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
 
     renderer = ChatRenderer(load(None).tokenizer)
     if options.workload == "many":
-        return run_many_peers(options, renderer, build_systems(
-            names, load, num_threads=options.num_threads), skipped=skipped, environment=env,
-            started=started)
+        return run_many_peers(options, renderer, names, load, skipped=skipped,
+                              environment=env, started=started)
     requests = request_items(renderer, num_leaves=options.num_leaves or 16,
                              num_requests=options.num_requests, seed=options.seed,
                              max_argument_tokens=options.max_argument_tokens)
@@ -232,9 +239,9 @@ def run_peers(options: PeersOptions) -> dict[str, Any]:
     return summary
 
 
-def run_many_peers(options: PeersOptions, renderer: Any, systems: Sequence[PeerSystem], *,
-                   skipped: dict[str, str], environment: dict[str, Any],
-                   started: float) -> dict[str, Any]:
+def run_many_peers(options: PeersOptions, renderer: Any, names: Sequence[str],
+                   load: Callable[[str | None], Any], *, skipped: dict[str, str],
+                   environment: dict[str, Any], started: float) -> dict[str, Any]:
     """`--workload many` (`peers/many.py`): the summary (and files in `options.out_dir`)."""
     from stackroute.bench.peers.many_run import run_many
     from stackroute.bench.peers.many_tables import summarize_many
@@ -242,6 +249,7 @@ def run_many_peers(options: PeersOptions, renderer: Any, systems: Sequence[PeerS
     workload = many_workload(renderer, num_leaves=options.num_leaves or MANY_LEAVES,
                              num_requests=options.num_requests, seed=options.seed,
                              max_argument_tokens=options.max_argument_tokens)
+    systems = build_systems(names, load, num_threads=options.num_threads, tree=workload.tree)
     all_calls = [c for item in (*workload.requests, workload.code_warm_up) for c in item.calls]
     compile_ms = {}
     for system in systems:
@@ -330,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
         missing = missing_systems(systems)
     except ValueError as e:
         parser.error(str(e))
+    request_only = [n for n in systems if split_system(n)[0] in REQUEST_ONLY]
+    if request_only and args.workload != "many":
+        parser.error(f"{', '.join(request_only)} routes whole requests on one catalog: it "
+                     f"runs with --workload many, not --workload {args.workload}")
     for name, why in missing.items():
         print(f"skipping {name}: {why}")
     smoke_requests = SMOKE_REQUESTS if args.workload == "many" else 1

@@ -41,6 +41,7 @@ from stackroute.runtime.prompt import PromptLayout, PromptOrder
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.routing.contrast import NEUTRAL_REQUEST
+from stackroute.server.tools.evaluate import Query
 
 MANY_LEAVES = 128  # the cache suite's middle catalog: the default of `--workload many`
 SMOKE_REQUESTS = 2  # the first (reported apart) and one later request
@@ -58,6 +59,8 @@ CARRIES_CACHE = {
                 "keeps no KV between calls)",
     "llama.cpp": "yes: llama-cpp-python's slot reuses its longest common prefix with the "
                  "next prompt",
+    "ours-router": "yes: as ours; and the product's router, kept for the whole run as the "
+                   "service keeps it (its route cache, compiled menus and contrasts)",
 }
 
 
@@ -75,6 +78,8 @@ class ManyWorkload:
     code_warm_up: WorkItem  # one more request of the catalog: code paths, untimed
     warm_call: ModelCall  # the root menu with the neutral request (warm on load)
     num_shared_tokens: int  # tokens every request's first prompt starts with
+    tree: CapabilityTree  # the catalog, for a system that routes the requests itself
+    queries: tuple[Query, ...]  # the requests as queries (`requests`' order), then the warm-up
 
 
 class _Unused:
@@ -123,10 +128,12 @@ def many_workload(render: Any, *, num_leaves: int = MANY_LEAVES, num_requests: i
                          f"queries; {num_requests} requests and a warm-up need "
                          f"{num_requests + 1}")
     catalog = f"{REQUEST_SUITE}-{num_leaves}"
+    chosen = queries[:num_requests + 1]
     items = [WorkItem(item_id=q["id"], source=catalog, calls=tuple(route_calls(
         render, tree, q["query"], q["gold"][0], q["args"][0],
-        max_argument_tokens=max_argument_tokens))) for q in queries[:num_requests + 1]]
+        max_argument_tokens=max_argument_tokens))) for q in chosen]
     return ManyWorkload(catalog=catalog, requests=tuple(items[:num_requests]),
                         code_warm_up=items[num_requests], warm_call=warm_call(render, tree),
                         num_shared_tokens=common_prefix(
-                            [i.calls[0].prompt_ids for i in items]))
+                            [i.calls[0].prompt_ids for i in items]),
+                        tree=tree, queries=tuple(Query.from_record(q) for q in chosen))

@@ -7,6 +7,10 @@ each request before the next (the systems' order rotated per request, so none al
 first), and no cache is cleared: request k+1 finds what request k (and the warming) left.
 `max_run_s` stops starting requests after that long, so every system ran every request
 that started.
+
+`ours-router` (`router_system.py`) takes each request whole, as a user's request: its code
+paths are the warm-up request routed once, its warming the product's own `warm_catalog`, and
+it writes one record per request.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackroute.bench.peers.many import ManyWorkload, WarmOnLoad
+from stackroute.bench.peers.router_system import RouterSystem
 from stackroute.bench.peers.system import PeerSystem, run_item
 from stackroute.bench.peers.workload import CallKind
 
@@ -43,8 +48,11 @@ def warm_code_paths(systems: Sequence[PeerSystem], workload: ManyWorkload) -> No
     firsts = [next(c for c in calls if c.kind is kind) for kind in CallKind
               if any(c.kind is kind for c in calls)]
     for system in systems:
-        for call in firsts:
-            system.run(call)
+        if isinstance(system, RouterSystem):
+            system.route(workload.queries[-1])
+        else:
+            for call in firsts:
+                system.run(call)
         system.clear_cache()
 
 
@@ -52,6 +60,12 @@ def warm_catalog(systems: Sequence[PeerSystem], workload: ManyWorkload) -> dict[
     """The catalog's warm call on every system (its answer is not scored)."""
     costs = {}
     for system in systems:
+        if isinstance(system, RouterSystem):
+            report = system.warm()
+            costs[system.name] = WarmCost(latency_ms=round(report.wall_ms, 3),
+                                          prefill_tokens=report.usage.prefill_tokens,
+                                          forward_passes=report.usage.forward_passes)
+            continue
         t = time.perf_counter()
         outcome = system.run(workload.warm_call)
         costs[system.name] = WarmCost(latency_ms=round((time.perf_counter() - t) * 1e3, 3),
@@ -74,5 +88,8 @@ def run_many(systems: Sequence[PeerSystem], workload: ManyWorkload, *,
         num_run += 1
         order = list(systems[k % len(systems):]) + list(systems[:k % len(systems)])
         for system in order:
-            records.extend({**r, "request_index": k} for r in run_item(system, item))
+            if isinstance(system, RouterSystem):
+                records.append({**system.route(workload.queries[k]), "request_index": k})
+            else:
+                records.extend({**r, "request_index": k} for r in run_item(system, item))
     return ManyRun(records=records, warm_costs=warm_costs, num_requests_run=num_run)

@@ -32,12 +32,16 @@ def _parsed(text: str | None) -> Any:
 
 
 def request_row(records: Sequence[Record]) -> dict[str, Any]:
-    """One system's whole requests in `records`: latency p50/p95 and means of the rest."""
+    """One system's whole requests in `records`: latency p50/p95 and means of the rest. A
+    teacher-forced request is routed on gold when every decision is its gold answer, and an
+    exact call when its arguments are the gold ones too; `ours-router`'s one record per request
+    (kind "request") says both itself."""
     requests: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         requests[r["item_id"]].append(r)
     totals = [{key: sum(r[key] for r in calls) for key in
                ("latency_ms", "prefill_tokens", "prompt_tokens", "forward_passes")}
+              | {"model_calls": sum(r.get("model_calls", 1) for r in calls)}
               for calls in requests.values()]
     decisions = [r for r in records if r["kind"] == "decision"]
     arguments = [r for r in records if r["kind"] == "arguments"]
@@ -47,15 +51,33 @@ def request_row(records: Sequence[Record]) -> dict[str, Any]:
             "prefill_tokens_mean": _mean([t["prefill_tokens"] for t in totals]),
             "prompt_tokens_mean": _mean([t["prompt_tokens"] for t in totals]),
             "forward_passes_mean": _mean([t["forward_passes"] for t in totals]),
+            "model_calls_mean": _mean([t["model_calls"] for t in totals]),
             "num_decisions": len(decisions),
             "decisions_on_gold": sum(r["text"] == r["gold"] for r in decisions),
             "num_arguments": len(arguments),
-            "arguments_on_gold": sum(_parsed(r["text"]) is not None
-                                     and _parsed(r["text"]) == _parsed(r["gold"])
-                                     for r in arguments),
-            "requests_routed_on_gold": sum(all(r["text"] == r["gold"] for r in calls
-                                               if r["kind"] == "decision")
-                                           for calls in requests.values())}
+            "arguments_on_gold": sum(_is_gold_arguments(r) for r in arguments),
+            "requests_routed_on_gold": sum(_is_routed(calls) for calls in requests.values()),
+            "exact_calls": sum(_is_exact(calls) for calls in requests.values())}
+
+
+def _is_gold_arguments(record: Record) -> bool:
+    parsed = _parsed(record["text"])
+    return parsed is not None and parsed == _parsed(record["gold"])
+
+
+def _is_routed(calls: Sequence[Record]) -> bool:
+    """Whether a request's calls went along its gold route."""
+    if calls[0]["kind"] == "request":
+        return bool(calls[0]["success"])
+    return all(r["text"] == r["gold"] for r in calls if r["kind"] == "decision")
+
+
+def _is_exact(calls: Sequence[Record]) -> bool:
+    """Whether a request made its gold call: routed on gold, every argument the gold one."""
+    if calls[0]["kind"] == "request":
+        return bool(calls[0]["args_success"])
+    return _is_routed(calls) and all(_is_gold_arguments(r) for r in calls
+                                     if r["kind"] == "arguments")
 
 
 def phase_rows(records: Sequence[Record],
@@ -90,8 +112,9 @@ def markdown_many(summary: Mapping[str, Any]) -> str:
              f"Warm on load: {summary['warm']}.", ""]
     heads = {"first": "First timed request", "later": "Second and later requests"}
     head = ["system", "n", "p50 ms", "p95 ms", "prefilled tokens/request",
-            "prompt tokens/request", "passes/request", "decisions on gold",
-            "arguments on gold", "requests routed on gold"]
+            "prompt tokens/request", "model calls/request", "passes/request",
+            "decisions on gold", "arguments on gold", "requests routed on gold",
+            "exact calls"]
     for phase in PHASES:
         lines += [f"### {heads[phase]} (whole request: the sum of its calls)", "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -100,16 +123,17 @@ def markdown_many(summary: Mapping[str, Any]) -> str:
             lines.append("| " + " | ".join([
                 system, str(row["n"]), number(row["p50"]), number(row["p95"]),
                 number(row["prefill_tokens_mean"], 1), number(row["prompt_tokens_mean"], 1),
-                number(row["forward_passes_mean"], 2),
+                number(row["model_calls_mean"], 2), number(row["forward_passes_mean"], 2),
                 f"{row['decisions_on_gold']}/{row['num_decisions']}",
                 f"{row['arguments_on_gold']}/{row['num_arguments']}",
-                f"{row['requests_routed_on_gold']}/{row['n']}"]) + " |")
+                f"{row['requests_routed_on_gold']}/{row['n']}",
+                f"{row['exact_calls']}/{row['n']}"]) + " |")
         lines.append("")
     lines += ["### Calls of the second and later requests", "",
               "| system | kind | n | p50 ms | p95 ms | passes/call | prefilled tokens/call |",
               "|---|---|---|---|---|---|---|"]
     for kind, rows in summary["later_calls"].items():
-        for system in systems:
+        for system in (s for s in systems if rows[s]["n"]):  # ours-router: none teacher-forced
             row = rows[system]
             lines.append(f"| {system} | {kind} | {row['n']} | {number(row['p50'])} | "
                          f"{number(row['p95'])} | {number(row['forward_passes_mean'], 2)} | "

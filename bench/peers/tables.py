@@ -78,9 +78,9 @@ def by_source(records: Sequence[Record], systems: Sequence[str]) -> dict[str, di
 
 
 def is_ours(system: str) -> bool:
-    """Our engine at any precision, step by step or a request at once (`ours`,
-    `ours@bfloat16`, `ours-path`)."""
-    return system.partition("@")[0] in (OURS, "ours-path")
+    """Our engine at any precision, step by step or a request at once, or the product's
+    router (`ours`, `ours@bfloat16`, `ours-path`, `ours-router`)."""
+    return system.partition("@")[0] in (OURS, "ours-path", "ours-router")
 
 
 def ratios(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

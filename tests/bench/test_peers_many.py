@@ -19,8 +19,8 @@ from stackroute.bench.peers.many import (
     many_workload,
 )
 from stackroute.bench.peers.many_run import run_many
-from stackroute.bench.peers.many_tables import markdown_many, summarize_many
-from stackroute.bench.peers.system import CallOutcome
+from stackroute.bench.peers.many_tables import markdown_many, request_row, summarize_many
+from stackroute.bench.peers.system import CallOutcome, run_item
 from stackroute.bench.peers.workload import CallKind, ModelCall
 from stackroute.runtime.prompt import Prompt
 
@@ -64,6 +64,17 @@ def test_every_call_extends_or_returns_to_a_prefix_and_carries_gold(workload: An
         arguments = next(c for c in item.calls if c.kind is CallKind.ARGUMENTS)
         assert isinstance(json.loads(arguments.gold or ""), dict)
         assert item.calls[-1].gold == "DONE"
+
+
+def test_the_requests_are_also_queries_for_a_system_that_routes_them(workload: Any) -> None:
+    ids = [r.item_id for r in workload.requests] + [workload.code_warm_up.item_id]
+    assert [q.id for q in workload.queries] == ids
+    for query, item in zip(workload.queries, workload.requests, strict=False):
+        assert query.query in text(item.calls[0])  # the request the calls were rendered for
+        kinds = [c.kind for c in item.calls]
+        leaf = item.calls[kinds.index(CallKind.ARGUMENTS) - 1].gold  # the descent's last answer
+        assert len(query.gold) == 1 and query.gold[0].rsplit("/", 1)[-1] == leaf
+        assert workload.tree.node(query.gold[0]).is_leaf
 
 
 def test_too_many_requests_for_the_catalog_is_refused() -> None:
@@ -127,24 +138,66 @@ def test_tables_report_the_first_request_apart_and_the_ratio(workload: Any) -> N
     assert "Second and later requests" in table and "request_later_p50" in table
 
 
+def router_record(item_id: str, *, success: bool, args_success: bool) -> dict[str, Any]:
+    return {"item_id": item_id, "system": "ours-router", "kind": "request", "latency_ms": 10.0,
+            "prefill_tokens": 5, "prompt_tokens": 50, "forward_passes": 4, "model_calls": 4,
+            "text": ["a/b"], "gold": ["a/b"], "success": success,
+            "args_success": args_success, "request_index": 1}
+
+
+def test_a_routed_request_is_read_from_its_own_record_and_forced_ones_from_their_calls(
+        workload: Any) -> None:
+    forced = [{**r, "request_index": 1} for r in run_item(
+        ScriptedSystem("ours", []), workload.requests[1])]
+    wrong_arguments = [{**r, "text": "{}"} if r["kind"] == "arguments" else r for r in forced]
+    row = request_row(wrong_arguments)
+    assert (row["requests_routed_on_gold"], row["exact_calls"]) == (1, 0)
+    assert row["model_calls_mean"] == len(forced)  # a teacher-forced call is a model call
+    row = request_row([router_record("q1", success=True, args_success=False),
+                       router_record("q2", success=True, args_success=True),
+                       router_record("q3", success=False, args_success=False)])
+    assert (row["n"], row["requests_routed_on_gold"], row["exact_calls"]) == (3, 2, 1)
+    assert row["model_calls_mean"] == 4 and row["num_decisions"] == 0
+
+
+def test_the_router_system_runs_with_the_many_workload_only(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from stackroute.bench.experiments.peers import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--workload", "mixed", "--systems", "ours,ours-router"])
+    assert refused.value.code == 2
+    assert "ours-router routes whole requests" in capsys.readouterr().err
+
+
 @pytest.mark.model
 def test_the_smoke_size_runs_through_the_command_line(tmp_path: Path) -> None:
     from stackroute.bench.experiments.peers import main
 
     out = tmp_path / "many"
-    assert main(["--workload", "many", "--smoke", "--systems", "ours,ours-path,xgrammar",
-                 "--leaves", "16", "--max-argument-tokens", "16", "--out", str(out)]) == 0
+    assert main(["--workload", "many", "--smoke", "--systems",
+                 "ours,ours-path,xgrammar,ours-router", "--leaves", "16",
+                 "--max-argument-tokens", "16", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["num_requests_run"] == 2 and summary["workload"] == "many"
-    for system in ("ours", "ours-path", "xgrammar"):
+    for system in ("ours", "ours-path", "xgrammar", "ours-router"):
         assert summary["requests"]["first"][system]["n"] == 1
         assert summary["requests"]["later"][system]["n"] == 1
         assert summary["warm_costs"][system]["prefill_tokens"] > 0
     assert "request_later_p50" in summary["ratios"]
+    assert "ours-router request_later_p50" in summary["ratios"]
+    # the product's router wrote one record per request, scored against the gold call
+    routed = [r for r in records_of(out) if r["system"] == "ours-router"]
+    assert [r["request_index"] for r in routed] == [0, 1]
+    assert all(isinstance(r["success"], bool) and r["model_calls"] >= 1 for r in routed)
     # ours-path answers every call under the same prompt, in fewer passes
-    records = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
+    records = records_of(out)
     answers = {s: [r["text"] for r in records if r["system"] == s and r["kind"] == "decision"]
                for s in ("ours", "ours-path")}
     assert answers["ours-path"] == answers["ours"]
     later = summary["requests"]["later"]
     assert later["ours-path"]["forward_passes_mean"] < later["ours"]["forward_passes_mean"]
+
+
+def records_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
