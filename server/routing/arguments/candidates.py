@@ -83,16 +83,24 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
                words: list[str],
                siblings: Sequence[str]) -> list[Candidate]:
     """`found` with the values another property's name labels (and this one's does not)
-    lowered by SIBLING_PENALTY."""
+    lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
+    the label of that property's value ("the subject" for `message`), not this one's."""
     own = {w[:4] for w in words}
     other_words = sorted({w for s in siblings for w in property_words(s, {})
                           if w[:4] not in own})
     if not other_words:
         return found
     others = cue_positions(request, other_words)
+
+    def is_labelled(c: Candidate) -> bool:
+        return near(c.span, others, request) and not near(c.span, cues, request, before=True)
+
+    def holds_label(c: Candidate) -> bool:
+        return c.kind == "span" and any(a < c.span[1] and c.span[0] < b for a, b in others)
+
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
-            if c.span is not None and near(c.span, others, request)
-            and not near(c.span, cues, request, before=True) else c for c in found]
+            if c.span is not None and (is_labelled(c) or holds_label(c)) else c
+            for c in found]
 
 
 def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:

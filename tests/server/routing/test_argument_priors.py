@@ -36,6 +36,24 @@ def test_a_value_labelled_with_a_siblings_name_is_held_back() -> None:
     assert alone["Facebook"] == held["Facebook"]
 
 
+def test_a_span_holding_a_siblings_name_is_that_values_label_not_a_value() -> None:
+    # dev, stripped (bench missing-values): with its environment cut out, the request's
+    # "version" (the label of the version that follows) became the environment
+    request = "Please deploy the application with the app ID 'snsSB8iOmk', using version 2."
+    found = {c.text: c.prior for c in candidates("environment", {"type": "string"}, request,
+                                                 siblings=("app_id", "version"))}
+    alone = {c.text: c.prior for c in candidates("environment", {"type": "string"}, request)}
+    assert alone["version"] - found["version"] == pytest.approx(SIBLING_PENALTY)
+    assert found["version"] < 0 and found["application"] == alone["application"]
+    # the value beside its own label is not held back; the span holding the other label is
+    request = "Send a direct mail with the subject Weekly and the message Hello."
+    found = {c.text: c.prior for c in candidates("subject", {"type": "string"}, request,
+                                                 siblings=("message",))}
+    alone = {c.text: c.prior for c in candidates("subject", {"type": "string"}, request)}
+    assert found["Weekly"] == alone["Weekly"] == max(found.values())
+    assert alone["message"] - found["message"] == pytest.approx(SIBLING_PENALTY)
+
+
 def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
     # start_date and end_date share "date": neither's cue is the other's alone
     request = "Book from the start date 2024-03-05"
