@@ -11,7 +11,7 @@ STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is 
 into about than then that this these those it its my me i you your we our please can could
 would will shall should do does did get give show tell find set make let up out over under all
 any some what which who whom whose where when how if via per using use""".split())  # noqa: SIM905
-QUOTED = re.compile(r"\"([^\"]+)\"?|'([^']+)'|“([^”]+)”")
+QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
 # between a value and its property's name after it: nothing ("the Sales team"), or "as"
 # ("PayPal as your payment method")
 LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")

@@ -54,6 +54,16 @@ def test_a_span_holding_a_siblings_name_is_that_values_label_not_a_value() -> No
     assert alone["message"] - found["message"] == pytest.approx(SIBLING_PENALTY)
 
 
+@pytest.mark.parametrize("quote", ['""', "''", "“”"])
+def test_an_empty_quote_holds_no_value_and_pairs_with_no_other_quote(quote: str) -> None:
+    # dev, stripped: 'the injury type "" in the sport "cC2xtc0o"' paired the empty quote's
+    # closing mark with the next opening one and offered "in the sport" as a quoted value
+    request = f'Give the guidelines for the injury type {quote} in the sport "cC2xtc0o".'
+    found = candidates("injury_type", {"type": "string"}, request, siblings=("sport",))
+    assert [c.text for c in found if c.kind == "quoted"] == ["cC2xtc0o"]
+    assert "in the sport" not in [c.text for c in found]
+
+
 def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
     # start_date and end_date share "date": neither's cue is the other's alone
     request = "Book from the start date 2024-03-05"
