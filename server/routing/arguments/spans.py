@@ -38,6 +38,11 @@ LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "
 NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
 #                    on Monday"): a name given in the request, not its first word alone
 _NAMING = re.compile(r"\b(?:called|named|titled|entitled)\s+$", re.IGNORECASE)
+WORD_ID_PENALTY = 3.0  # plain words ("game", "Facebook") for a property named for an id or a
+#                       number: its value is a token (an id, digits); a word beside the id's
+#                       name is its kind ("the game server ID"), so more than a label's +2
+_ID_NAMES = frozenset(("id", "identifier", "number", "no", "sku"))  # not "code": "en", "LAX"
+_PLAIN_WORDS = re.compile(r"[A-Za-z]?[a-z]+(?: [a-z]+)*")
 SUBJECT_BONUS = 1.5  # the phrase after "about" for a property that holds what to look for
 _ABOUT = re.compile(r"\b(?:about|regarding|concerning)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
 _SUBJECT_WORDS = frozenset(("query", "topic", "subject", "keyword", "keywords", "term", "terms",
@@ -74,6 +79,7 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
 
     is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
                 for w in words)
+    names_an_id = bool(words) and words[-1] in _ID_NAMES
     is_place = any(w in _PLACE_WORDS for w in words)
     is_subject = any(w in _SUBJECT_WORDS for w in words)
     out = []
@@ -144,6 +150,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if _IDLIKE.fullmatch(text):
                 prior += 2.0 if is_id else 0.5
+            elif names_an_id and _PLAIN_WORDS.fullmatch(text):
+                prior -= WORD_ID_PENALTY
             if labels_literal(request, end, literals) and not any(
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY

@@ -64,6 +64,20 @@ def test_an_empty_quote_holds_no_value_and_pairs_with_no_other_quote(quote: str)
     assert "in the sport" not in [c.text for c in found]
 
 
+def test_plain_words_are_not_an_id_but_a_code_may_be_one() -> None:
+    # dev, stripped: with the ID cut out, "game" of "the game server" became `server_id`
+    request = "Please start the game server with ID ."
+    assert all(c.prior < 0 for c in candidates("server_id", {"type": "string"}, request))
+    found = candidates("server_id", {"type": "string"},
+                       'Please start the game server with ID "gs-eu-7".')
+    assert found[0].text == "gs-eu-7"
+    assert all(c.prior < 0 for c in candidates(
+        "flight_number", {"type": "string"}, "Show the flight control status of my flight."))
+    # a language code is a plain word, and a right one
+    found = candidates("language_code", {"type": "string"}, "Translate it, language code en.")
+    assert found[0].text == "en" and found[0].prior > 0
+
+
 def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
     # start_date and end_date share "date": neither's cue is the other's alone
     request = "Book from the start date 2024-03-05"
