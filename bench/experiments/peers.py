@@ -76,6 +76,7 @@ from stackroute.bench.peers.workload import (
     interleave,
     request_items,
 )
+from stackroute.runtime.tree import CapabilityTree
 
 SYSTEMS = ("ours", "xgrammar", "outlines", "llama.cpp")
 # run only when named: ours taking a request's calls at once, as the product's router does;
@@ -140,7 +141,8 @@ def missing_systems(names: Sequence[str]) -> dict[str, str]:
 
 
 def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
-                  num_threads: int, tree: Any = None) -> list[PeerSystem]:
+                  num_threads: int,
+                  tree: CapabilityTree | None = None) -> list[PeerSystem]:
     """The named systems, each on the model `load(precision)` returns (one model object per
     precision, shared by the transformers systems); `ours-router` routes `tree`'s requests."""
     systems: list[PeerSystem] = []
@@ -157,6 +159,8 @@ def build_systems(names: Sequence[str], load: Callable[[str | None], Any], *,
             system = OursPathSystem(loaded)
         elif base == "ours-router":
             from stackroute.bench.peers.router_system import RouterSystem
+            if tree is None:
+                raise ValueError("ours-router routes a catalog's requests: --workload many")
             system = RouterSystem(loaded, tree)
         elif base == "xgrammar":
             from stackroute.bench.peers.xgrammar_peer import XgrammarSystem

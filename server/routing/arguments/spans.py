@@ -25,7 +25,9 @@ FILLER = frozenset("""information info details detail specified specific certain
 particular related relevant appropriate according following respective provided corresponding
 desired requested specifically regarding needed required id provide retrieve obtain fetch
 calculate compute determine check tell explain describe perform create generate analyze
-analyse assess evaluate estimate estimated search look""".split())  # noqa: SIM905
+analyse assess evaluate estimate estimated search look
+called named titled entitled url uri ip link""".split())  # noqa: SIM905
+# (the last line: words that say a name or a literal follows, "called", "the URL", never one)
 SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
 TOPIC_PENALTY = 1.5  # a span of the leaf's own words (filler between): the ask restated
 FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the leaf's words

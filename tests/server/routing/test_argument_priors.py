@@ -78,6 +78,21 @@ def test_plain_words_are_not_an_id_but_a_code_may_be_one() -> None:
     assert found[0].text == "en" and found[0].prior > 0
 
 
+@pytest.mark.parametrize(("name", "request_text", "word"), [
+    ("exercise_name", "Tell me the details of the exercise called .", "called"),  # dev
+    ("image", "Extract the text from the image at the URL using OCR.", "URL"),
+    ("server", "Deploy the application file to the server at IP address .", "IP"),
+])
+def test_naming_words_and_kinds_of_literal_are_not_values(name: str, request_text: str,
+                                                          word: str) -> None:
+    # "called" says a name follows; "URL" and "IP" say a literal follows: with the value
+    # left out of the request (dev, stripped), neither is one
+    found = {c.text: c.prior for c in candidates(name, {"type": "string"}, request_text)}
+    assert found[word] < 0
+    if name == "exercise_name":  # nothing else there: the value is asked for
+        assert max(found.values()) < 0
+
+
 def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
     # start_date and end_date share "date": neither's cue is the other's alone
     request = "Book from the start date 2024-03-05"
