@@ -60,18 +60,32 @@ def warm_catalog(systems: Sequence[PeerSystem], workload: ManyWorkload) -> dict[
     """The catalog's warm call on every system (its answer is not scored)."""
     costs = {}
     for system in systems:
-        if isinstance(system, RouterSystem):
-            report = system.warm()
-            costs[system.name] = WarmCost(latency_ms=round(report.wall_ms, 3),
-                                          prefill_tokens=report.usage.prefill_tokens,
-                                          forward_passes=report.usage.forward_passes)
-            continue
-        t = time.perf_counter()
-        outcome = system.run(workload.warm_call)
-        costs[system.name] = WarmCost(latency_ms=round((time.perf_counter() - t) * 1e3, 3),
-                                      prefill_tokens=outcome.prefill_tokens,
-                                      forward_passes=outcome.forward_passes)
+        costs[system.name] = _warm(system, workload)
     return costs
+
+
+def _warm(system: PeerSystem, workload: ManyWorkload) -> WarmCost:
+    """What warming cost one system: the product's own `warm_catalog` for `ours-router`, the
+    workload's warm call for the others."""
+    if isinstance(system, RouterSystem):
+        report = system.warm()
+        return WarmCost(latency_ms=round(report.wall_ms, 3),
+                        prefill_tokens=report.usage.prefill_tokens,
+                        forward_passes=report.usage.forward_passes)
+    t = time.perf_counter()
+    outcome = system.run(workload.warm_call)
+    return WarmCost(latency_ms=round((time.perf_counter() - t) * 1e3, 3),
+                    prefill_tokens=outcome.prefill_tokens, forward_passes=outcome.forward_passes)
+
+
+def _request_records(system: PeerSystem, workload: ManyWorkload, k: int) -> list[dict[str, Any]]:
+    """Request k's records from one system: one whole-request record from `ours-router`, one
+    per teacher-forced call from the others."""
+    if isinstance(system, RouterSystem):
+        records = [system.route(workload.queries[k])]
+    else:
+        records = run_item(system, workload.requests[k])
+    return [{**r, "request_index": k} for r in records]
 
 
 def run_many(systems: Sequence[PeerSystem], workload: ManyWorkload, *,
@@ -82,14 +96,11 @@ def run_many(systems: Sequence[PeerSystem], workload: ManyWorkload, *,
     records: list[dict[str, Any]] = []
     timed_from = time.perf_counter()
     num_run = 0
-    for k, item in enumerate(workload.requests):
+    for k in range(len(workload.requests)):
         if max_run_s is not None and time.perf_counter() - timed_from > max_run_s:
             break
         num_run += 1
         order = list(systems[k % len(systems):]) + list(systems[:k % len(systems)])
         for system in order:
-            if isinstance(system, RouterSystem):
-                records.append({**system.route(workload.queries[k]), "request_index": k})
-            else:
-                records.extend({**r, "request_index": k} for r in run_item(system, item))
+            records.extend(_request_records(system, workload, k))
     return ManyRun(records=records, warm_costs=warm_costs, num_requests_run=num_run)
