@@ -17,7 +17,8 @@ in-scope routing success, model calls, p50/p95 request wall time.
 
 `--fit` (dev only) runs a probe instead: the router with a check that always stops at the
 first leaf and records its features (so no arguments are generated), fits the check on them
-(`server/tools/abstention_fit.py`) and writes it into the model's calibration file; the dev
+(`server/tools/abstention_fit.py`: the features chosen by leave-one-out on the dev samples,
+unless `--fit-features` names them) and writes it into the model's calibration file; the dev
 rows it reports are the fitted check replayed on the probe's features (said so in the JSON).
 """
 
@@ -29,7 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,11 @@ from stackroute.server.routing.abstention import (
 from stackroute.server.routing.calibration import calibration_file, router_options
 from stackroute.server.routing.options import RouterOptions
 from stackroute.server.routing.router import build_machine, default_embedder, evidence_for_tree
-from stackroute.server.tools.abstention_fit import fit_abstention
+from stackroute.server.tools.abstention_fit import FEATURES, choose_features, fit_abstention
 from stackroute.server.tools.evaluate import Query, run_query, score
 
 log = logging.getLogger(__name__)
+AUTO = "auto"  # --fit-features: chosen by leave-one-out on the dev samples
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -100,6 +102,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "the test split says the check is worth it)")
     p.add_argument("--max-call-loss", type=float, default=0.0,
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
+    p.add_argument("--fit-features", default=AUTO,
+                   help=f"--fit: the features the check weighs, comma-separated, from "
+                        f"{','.join(FEATURES)}; {AUTO} (the default): the subset "
+                        f"leave-one-out on the dev samples likes best")
     p.add_argument("--smoke", action="store_true", help="a few household queries only")
     p.add_argument("--refit", type=Path, nargs="+", default=None,
                    help="--fit, or --probe's report, from a saved queries.jsonl instead of "
@@ -304,15 +310,24 @@ def main(argv: list[str] | None = None) -> int:
                                           else calibration_file(model))
         num_in_scope = sum(OUT_OF_SCOPE_TAG not in r["tags"] for r in records
                            if r["row"] == PROBE)
-        fit = fit_abstention(samples(records), max_call_loss=args.max_call_loss,
-                             num_in_scope=num_in_scope)
+        dev = samples(records)
+        choice: list[dict[str, Any]] = []
+        if args.fit_features == AUTO:
+            features, ranked = choose_features(dev, max_call_loss=args.max_call_loss,
+                                               num_in_scope=num_in_scope)
+            choice = [asdict(r) for r in ranked]
+        else:
+            features = tuple(args.fit_features.split(","))
+        fit = fit_abstention(dev, max_call_loss=args.max_call_loss,
+                             num_in_scope=num_in_scope, features=features)
         measured = {**fit.measured, "suite": suite.stem, "num_in_scope": num_in_scope,
-                    "commit": git.get("commit")}
+                    "commit": git.get("commit"), "chosen_by": args.fit_features}
         if target != calibration_file(model) and not target.exists():
             target.write_text(calibration_file(model).read_text(encoding="utf-8"),
                               encoding="utf-8")
         write_abstention(target, fit.options, measured, is_default=args.default_on)
         result.update(fitted=fit.options.to_dict(), fit_measured=measured,
+                      feature_choice=choice,
                       calibration=str(target), replayed=replay(records, fit.options),
                       tradeoff=tradeoff(samples(records), fit.options))
         check = read_abstention(target)

@@ -54,7 +54,7 @@ def samples(records: Sequence[dict[str, Any]]) -> list[Sample]:
     for r in records:
         if r["row"] != PROBE or r["verdict"] is None:
             continue
-        features = AbstentionFeatures(**r["verdict"]["features"])
+        features = AbstentionFeatures.from_dict(r["verdict"]["features"])
         if OUT_OF_SCOPE_TAG in r["tags"]:
             label = Label.ABSTAIN
         elif r["gold"] and r["verdict"]["leaf"] == r["gold"][0]:
@@ -72,7 +72,8 @@ def replay(records: Sequence[dict[str, Any]], options: AbstentionOptions) -> dic
     rows: list[dict[str, Any]] = []
     for r in probe:
         leaf = [r["verdict"]["leaf"]] if r["verdict"] else []
-        stops = bool(leaf) and options.abstains(AbstentionFeatures(**r["verdict"]["features"]))
+        stops = bool(leaf) and options.abstains(
+            AbstentionFeatures.from_dict(r["verdict"]["features"]))
         for row, called in (("router (first leaf)", leaf),
                             ("router+abstain (replayed)", [] if stops else leaf)):
             rows.append({**r, "row": row, "called": called,
@@ -93,7 +94,7 @@ def replay_beside(records: Sequence[dict[str, Any]],
         p = probes[(r["group"], r["id"])]
         verdict = p["verdict"]
         stops = verdict is not None and \
-            options.abstains(AbstentionFeatures(**verdict["features"]))
+            options.abstains(AbstentionFeatures.from_dict(verdict["features"]))
         rows.append(r)
         if stops:
             rows.append({**p, "row": "router+abstain (replayed)", "called": [],

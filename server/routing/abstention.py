@@ -11,17 +11,21 @@ taste for that leaf regardless of the request. The decision combines, linearly:
 - `contrast`: `judge` minus the same for the content-free request;
 - `score`: the evidence's score of the chosen leaf;
 - `margin`: the evidence's best leaf score minus the second best;
+- `values`: how well the request holds the values the leaf needs (`value_coverage`: the
+  lowest prior among its required values, no model call): a request for something the leaf
+  does not do seldom holds them;
 with weights and a threshold fitted on dev splits (`server/tools/abstention_fit.py`, written
 into the model's calibration file as its `abstention` object). Below the threshold the run
 *abstains*: the leaf is not called, and the run unwinds with no model call (`BACK` in every
 frame up to the root, `DONE` there: the plan's `ABSTAINED` source), ending with no call.
+A check whose fit gives the model's answers no weight does not ask them (`is_judge_enabled`,
+`is_contrast_enabled`): it costs no model call.
 
 >>> options = AbstentionOptions(judge_weight=1.0, contrast_weight=0.0, score_weight=10.0,
-...                             margin_weight=0.0, bias=-3.0, threshold=0.0)
->>> options.fit(AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1))
--2.0
->>> options.abstains(AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1))
-True
+...                             margin_weight=0.0, values_weight=0.5, bias=-3.0, threshold=0.0)
+>>> x = AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1, values=0.0)
+>>> options.fit(x), options.abstains(x)
+(-2.0, True)
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
+from stackroute.server.routing.arguments.filling import value_coverage
 from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
@@ -52,6 +57,7 @@ NEUTRAL_REQUEST = "N/A"
 MAX_LOG_ODDS = 20.0  # a certain answer is not infinitely certain
 JUDGE_SYSTEM = ("You check whether a tool can do what a user asks. Answer yes only when the "
                 "tool does exactly what the request asks for; otherwise answer no.")
+_SWITCHES = ("is_judge_enabled", "is_contrast_enabled")
 _WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 
 
@@ -64,16 +70,18 @@ class AbstentionOptions:
     contrast_weight: float = 0.0
     score_weight: float = 0.0
     margin_weight: float = 0.0
+    values_weight: float = 0.0
     bias: float = 0.0
     threshold: float = 0.0
+    is_judge_enabled: bool = True  # ask the model about the request (one call per run)
     is_contrast_enabled: bool = True  # ask the content-free question (one call per leaf)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "is_contrast_enabled":
+            if f.name in _SWITCHES:
                 if not isinstance(value, bool):
-                    raise InputError(f"abstention is_contrast_enabled must be true or false, "
+                    raise InputError(f"abstention {f.name} must be true or false, "
                                      f"got {value!r}")
             elif not isinstance(value, int | float) or isinstance(value, bool) or \
                     math.isnan(value) or (math.isinf(value) and f.name != "threshold"):
@@ -82,8 +90,8 @@ class AbstentionOptions:
     def fit(self, x: AbstentionFeatures) -> float:
         """The decision's value: above `threshold` the leaf is called."""
         return round(self.judge_weight * x.judge + self.contrast_weight * x.contrast
-                     + self.score_weight * x.score + self.margin_weight * x.margin + self.bias,
-                     6)
+                     + self.score_weight * x.score + self.margin_weight * x.margin
+                     + self.values_weight * x.values + self.bias, 6)
 
     def abstains(self, x: AbstentionFeatures) -> bool:
         return self.fit(x) < self.threshold
@@ -102,9 +110,19 @@ class AbstentionFeatures:
     contrast: float  # judge minus the content-free request's judge for the same leaf
     score: float  # the evidence's score of the chosen leaf
     margin: float  # the evidence's best leaf score minus its second best
+    values: float  # value_coverage: the request's values for the leaf's required properties
 
     def to_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AbstentionFeatures:
+        """A recorded feature set; one recorded before a feature existed is refused by name."""
+        lacking = [f.name for f in fields(cls) if f.name not in data]
+        if lacking:
+            raise InputError(f"abstention features lack {', '.join(lacking)} (recorded before "
+                             f"they existed: probe again); got {sorted(data)}")
+        return from_known_fields(cls, data, what="abstention feature")
 
 
 @dataclass(frozen=True)
@@ -163,11 +181,13 @@ class AbstentionCheck:
 
     def features(self, task: str, leaf: Node) -> tuple[AbstentionFeatures, Usage]:
         """The check's inputs for calling `leaf` on `task`, and what asking the model cost."""
-        result = self.engine.choose(judgement_prompt(task, leaf), (YES, NO))
-        usage = result.usage
-        judge = _log_odds(result.probabilities)
-        contrast = 0.0
-        if self.options.is_contrast_enabled:
+        usage = Usage()
+        judge = contrast = 0.0
+        if self.options.is_judge_enabled:
+            result = self.engine.choose(judgement_prompt(task, leaf), (YES, NO))
+            usage = result.usage
+            judge = _log_odds(result.probabilities)
+        if self.options.is_judge_enabled and self.options.is_contrast_enabled:
             neutral = self._neutral.get(leaf.path_str)
             if neutral is None:
                 plain = self.engine.choose(judgement_prompt(NEUTRAL_REQUEST, leaf), (YES, NO))
@@ -181,8 +201,8 @@ class AbstentionCheck:
             if leaf.path_str in evidence.index.paths else -1
         score = float(evidence.scores[row]) if row >= 0 else (top[0][1] if top else 0.0)
         margin = top[0][1] - top[1][1] if len(top) > 1 else 1.0
-        return AbstentionFeatures(judge=judge, contrast=contrast, score=score,
-                                  margin=margin), usage
+        return AbstentionFeatures(judge=judge, contrast=contrast, score=score, margin=margin,
+                                  values=value_coverage(leaf, task)), usage
 
     def verdict(self, request: RoutingRequest, leaf: Node) -> Verdict:
         """Whether the run calls `leaf` or stops; a stopped run is remembered for `step`."""

@@ -12,6 +12,13 @@ the threshold is then the highest one that abstains on at most `max_call_loss` o
 in-scope requests' successes (0: none), placed halfway to the next ABSTAIN sample below it,
 so the margin is not spent on the dev items themselves.
 
+Which features the check uses is chosen on the same dev samples (`choose_features`): every
+non-empty subset is fitted and scored by leave-one-out (each sample judged by the check fitted
+on the others), and the subset that stops the most out-of-scope samples net of the successes
+it stops wins, ties going to the one that asks the model less, then to fewer features. A
+feature left out has weight 0, and a check with no weight on the model's answers does not ask
+them (no model call).
+
 >>> from stackroute.server.routing.abstention import AbstentionFeatures as F
 >>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1), label)
 ...            for j, s, label in [(3, .6, Label.CALL), (2, .5, Label.CALL),
@@ -26,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -37,6 +45,7 @@ L2 = 0.1
 STEPS = 4000
 LEARNING_RATE = 0.2
 EMPTY_GAP = 0.5  # below the lowest kept success when no out-of-scope sample is under it
+MODEL_FEATURES = ("judge", "contrast")  # the features that cost a model call
 
 
 class Label(StrEnum):
@@ -86,25 +95,32 @@ def logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
                    num_in_scope: int | None = None,
-                   is_contrast_enabled: bool = True) -> Fitted:
-    """The check fitted on `samples`. `num_in_scope`: the in-scope requests the loss is a
-    fraction of (default: the CALL and EITHER samples; requests the router answered with no
-    call have no sample)."""
+                   features: Sequence[str] = FEATURES) -> Fitted:
+    """The check fitted on `samples`, on `features` only (the others weigh 0).
+    `num_in_scope`: the in-scope requests the loss is a fraction of (default: the CALL and
+    EITHER samples; requests the router answered with no call have no sample)."""
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown or not features:
+        raise InputError(f"abstention features must be some of {list(FEATURES)}; got "
+                         f"{list(features)}")
     fitted = [s for s in samples if s.label is not Label.EITHER]
     calls = [s for s in fitted if s.label is Label.CALL]
     stops = [s for s in fitted if s.label is Label.ABSTAIN]
     if not calls or not stops:
         raise InputError(f"fitting the abstention check needs samples of both kinds; got "
                          f"{len(calls)} in-scope successes and {len(stops)} out-of-scope")
-    x = _matrix(fitted)
+    columns = [FEATURES.index(f) for f in features]
+    x = _matrix(fitted)[:, columns]
     y = np.array([1.0 if s.label is Label.CALL else 0.0 for s in fitted])
     w, b = logistic(x, y)
-    weights = dict(zip(FEATURES, (round(float(v), 6) for v in w), strict=True))
-    options = AbstentionOptions(judge_weight=weights["judge"],
-                                contrast_weight=weights["contrast"],
-                                score_weight=weights["score"], margin_weight=weights["margin"],
-                                bias=round(b, 6), threshold=0.0,
-                                is_contrast_enabled=is_contrast_enabled)
+    weights = dict.fromkeys(FEATURES, 0.0) | {
+        f: round(float(v), 6) for f, v in zip(features, w, strict=True)}
+    options = AbstentionOptions(
+        judge_weight=weights["judge"], contrast_weight=weights["contrast"],
+        score_weight=weights["score"], margin_weight=weights["margin"],
+        values_weight=weights["values"], bias=round(b, 6), threshold=0.0,
+        is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
+        is_contrast_enabled=bool(weights["contrast"]))
     kept = sorted(options.fit(s.features) for s in calls)
     stopped = sorted(options.fit(s.features) for s in stops)
     total = num_in_scope if num_in_scope is not None else \
@@ -115,7 +131,7 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
     threshold = (lowest_kept + below[-1]) / 2 if below else lowest_kept - EMPTY_GAP
     options = AbstentionOptions(**{**options.to_dict(), "threshold": round(threshold, 6)})
     measured = {
-        "features": list(FEATURES),
+        "features": list(features),
         "num_call": len(calls), "num_abstain": len(stops),
         "num_either": sum(s.label is Label.EITHER for s in samples),
         "max_call_loss": max_call_loss,
@@ -124,3 +140,52 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
         "dev_successes_stopped": sum(options.abstains(s.features) for s in calls),
     }
     return Fitted(options, measured)
+
+
+@dataclass(frozen=True)
+class CrossValidated:
+    """A feature subset's leave-one-out result on the dev samples."""
+
+    features: tuple[str, ...]
+    out_of_scope_stopped: int
+    successes_stopped: int
+
+    @property
+    def net(self) -> int:
+        return self.out_of_scope_stopped - self.successes_stopped
+
+    @property
+    def asks_model(self) -> int:
+        return len(set(self.features) & set(MODEL_FEATURES))
+
+
+def cross_validate(samples: Sequence[Sample], features: Sequence[str], *,
+                   max_call_loss: float = 0.0, num_in_scope: int | None = None,
+                   ) -> CrossValidated:
+    """Each CALL and ABSTAIN sample judged by the check fitted on the others (where the
+    others hold no sample of its kind there is no check, and the sample is called)."""
+    oos = calls = 0
+    for held in (s for s in samples if s.label is not Label.EITHER):
+        rest = [s for s in samples if s is not held]
+        if not any(s.label is held.label for s in rest):
+            continue
+        options = fit_abstention(rest, max_call_loss=max_call_loss, features=features,
+                                 num_in_scope=num_in_scope).options
+        if options.abstains(held.features):
+            oos += held.label is Label.ABSTAIN
+            calls += held.label is Label.CALL
+    return CrossValidated(tuple(features), oos, calls)
+
+
+def choose_features(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
+                    num_in_scope: int | None = None,
+                    candidates: Sequence[Sequence[str]] | None = None,
+                    ) -> tuple[tuple[str, ...], list[CrossValidated]]:
+    """The feature subset leave-one-out on `samples` likes best (see the module docstring),
+    and every subset's result, best first."""
+    subsets = candidates if candidates is not None else [
+        c for k in range(1, len(FEATURES) + 1) for c in combinations(FEATURES, k)]
+    results = sorted((cross_validate(samples, c, max_call_loss=max_call_loss,
+                                     num_in_scope=num_in_scope) for c in subsets),
+                     key=lambda r: (-r.net, r.asks_model, len(r.features), r.features))
+    return results[0].features, results

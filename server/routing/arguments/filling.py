@@ -62,6 +62,8 @@ PRIOR_SCALE = 2.0
 # times (the new one on a garbled request, dev-easy-78), exact calls at the gold leaf the same
 # (bench/results/2026-12-05-cpu-missing-values-labels/).
 ASK_BELOW_PRIOR = 0.0
+# `value_coverage`'s range: a value's prior is log-odds; beyond these it says no more.
+COVERAGE_FLOOR, COVERAGE_CAP = -4.0, 4.0
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
                           "language"))
 
@@ -126,10 +128,7 @@ class ArgumentFiller:
         filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
         conversation = _Conversation(request, leaf)
         rest: list[str] = []
-        topic = topic_words(leaf.name, leaf.description or "")
-        menus = {name: candidates(name, _schema_of(properties[name]), request.task,
-                                  siblings=[n for n in properties if n != name], topic=topic)
-                 for name in order}
+        menus = _menus(leaf, order, request.task)
         by_priors = self.values is ArgumentValues.PRIORS
         picks = _assigned_picks(menus, required, properties, request.task) if by_priors else {}
         used: set[str] = set()
@@ -232,6 +231,48 @@ class ArgumentFiller:
         filled.text = json.dumps(ordered, ensure_ascii=False)
 
 
+def value_coverage(leaf: Node, task: str) -> float:
+    """How well `task` holds the values `leaf` needs: the lowest prior among the values the
+    stable assignment of the priors gives its required properties (one a person types: not an
+    object), each clipped to [COVERAGE_FLOOR, COVERAGE_CAP]; a property given none counts
+    COVERAGE_FLOOR; a leaf that needs no such value, COVERAGE_CAP. No model call. A request
+    for something the leaf does not do seldom holds the values it needs, so the abstention
+    check weighs this beside the evidence (`abstention.py`).
+
+    >>> leaf = Node("send_money", ("payments",), "Send money to a payee.", parameters={
+    ...     "type": "object", "required": ["payee", "amount"],
+    ...     "properties": {"payee": {"type": "string"}, "amount": {"type": "number"}}})
+    >>> [value_coverage(leaf, t) for t in ("Send 500 dollars to Asha", "Send money to Asha",
+    ...                                    "Hi there, how are you doing today?")]
+    [0.0, -4.0, -4.0]
+    """
+    schema: Mapping[str, Any] = leaf.parameters or {}
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    typed = [n for n in schema.get("required") or () if n in properties
+             and not _is_object(_schema_of(properties[n]))]
+    if not typed:
+        return COVERAGE_CAP
+    required = [n for n in schema.get("required") or () if n in properties]
+    menus = _menus(leaf, required + [n for n in properties if n not in required], task)
+    picks = _assigned_picks(menus, required, properties, task)
+    priors = [p.candidate.prior if (p := picks.get(n)) and p.candidate else COVERAGE_FLOOR
+              for n in typed]
+    return max(COVERAGE_FLOOR, min(COVERAGE_CAP, min(priors)))
+
+
+def _menus(leaf: Node, order: list[str], task: str) -> dict[str, list[Candidate]]:
+    """Each property's candidates from `task`, in `order`."""
+    properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
+    topic = topic_words(leaf.name, leaf.description or "")
+    return {name: candidates(name, _schema_of(properties[name]), task,
+                             siblings=[n for n in properties if n != name], topic=topic)
+            for name in order}
+
+
+def _is_object(prop: Mapping[str, Any]) -> bool:
+    return prop.get("type") == "object" or "properties" in prop
+
+
 @dataclass(frozen=True)
 class _Pick:
     candidate: Candidate | None  # None: the optional property stays out
@@ -268,7 +309,7 @@ def _is_missing(prop: Mapping[str, Any], found: list[Candidate]) -> bool:
     >>> _is_missing({"type": "object", "properties": {}}, []), _is_missing({"type": "number"}, [])
     (False, True)
     """
-    if prop.get("type") == "object" or "properties" in prop:
+    if _is_object(prop):
         return False
     if not found:
         return True

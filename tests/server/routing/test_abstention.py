@@ -28,7 +28,14 @@ from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
-from stackroute.server.tools.abstention_fit import Label, Sample, fit_abstention
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.tools.abstention_fit import (
+    Label,
+    Sample,
+    choose_features,
+    cross_validate,
+    fit_abstention,
+)
 from stackroute.server.tools.evaluate import Query, run_query
 
 # Trust the model's judgement alone: call when log p(yes) - log p(no) >= 0.
@@ -158,7 +165,7 @@ def test_the_calibration_file_carries_the_check(tmp_path: Path) -> None:
 def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:
     def sample(judge: float, score: float, label: Label) -> Sample:
         return Sample(AbstentionFeatures(judge=judge, contrast=judge, score=score,
-                                         margin=0.05), label)
+                                         margin=0.05, values=0.0), label)
 
     samples = [sample(2.0, 0.7, Label.CALL), sample(1.0, 0.6, Label.CALL),
                sample(-0.5, 0.65, Label.CALL), sample(-3.0, 0.3, Label.ABSTAIN),
@@ -172,3 +179,71 @@ def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:
     assert fitted.options.abstains(samples[4].features)
     with pytest.raises(InputError, match="both kinds"):
         fit_abstention(calls)
+
+
+PAYMENTS = {"name": "bank", "description": "A bank.", "children": [
+    {"name": "payments", "description": "Send money and pay bills.", "children": [
+        {"name": "send_money", "description": "Send an amount of money to a named person.",
+         "parameters": {"type": "object", "required": ["payee", "amount"], "properties": {
+             "payee": {"type": "string", "description": "who receives the money"},
+             "amount": {"type": "number", "description": "amount in dollars"}}}},
+        {"name": "payment_history", "description": "List recent payments."}]}]}
+
+
+def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no_model_call(
+        ) -> None:
+    tree = build_tree(PAYMENTS)
+    # The fit gave the model's answers no weight: the check does not ask them.
+    values_only = AbstentionOptions(values_weight=1.0, threshold=-1.0, is_judge_enabled=False)
+    engine = scripted({"payments": 6.0, "send_money": 6.0}, says_yes=True)
+    options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
+                            speculation=DraftSource.OFF, abstention=values_only)
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    held = run_query(machine, Query(id="a", query="Send 500 dollars to Asha", gold=(),
+                                    args=None, tags=()))
+    assert [c["path"] for c in held.calls] == ["payments/send_money"]
+    empty = run_query(machine, Query(id="b", query="Tell me something interesting", gold=(),
+                                     args=None, tags=()))
+    assert empty.calls == [] and empty.status.value == "done"
+    features = abstention_records(empty)[0]["features"]
+    assert features["values"] == -4.0 and features["judge"] == 0.0
+    assert abstention_records(held)[0]["features"]["values"] == 0.0
+    assert not any(c.options == (YES, NO) for c in engine.calls)
+
+
+def test_recorded_features_from_before_a_feature_existed_are_refused_by_name() -> None:
+    old = {"judge": 0.1, "contrast": 0.0, "score": 0.3, "margin": 0.1}
+    with pytest.raises(InputError, match="lack values"):
+        AbstentionFeatures.from_dict(old)
+    assert AbstentionFeatures.from_dict({**old, "values": 1.0}).values == 1.0
+
+
+def _samples() -> list[Sample]:
+    """`values` separates the kinds; the model's `judge` is noise (the 135M case)."""
+    rows = [(0.5, 0.40, 2.0, Label.CALL), (-0.5, 0.45, 1.5, Label.CALL),
+            (0.2, 0.50, 0.0, Label.CALL), (-0.2, 0.42, 3.0, Label.CALL),
+            (0.4, 0.44, -4.0, Label.ABSTAIN), (-0.4, 0.41, -3.0, Label.ABSTAIN),
+            (0.1, 0.46, -4.0, Label.ABSTAIN), (-0.1, 0.43, -2.5, Label.ABSTAIN)]
+    return [Sample(AbstentionFeatures(judge=j, contrast=j, score=s, margin=0.05, values=v),
+                   label) for j, s, v, label in rows]
+
+
+def test_a_fit_on_some_features_weighs_only_those_and_asks_the_model_only_for_its_own() -> None:
+    fitted = fit_abstention(_samples(), features=("score", "values")).options
+    assert fitted.judge_weight == fitted.contrast_weight == fitted.margin_weight == 0.0
+    assert fitted.values_weight > 0.0 and not fitted.is_judge_enabled
+    assert not fitted.is_contrast_enabled
+    judged = fit_abstention(_samples(), features=("judge", "values")).options
+    assert judged.is_judge_enabled and not judged.is_contrast_enabled
+    with pytest.raises(InputError, match="some of"):
+        fit_abstention(_samples(), features=("score", "vibes"))
+
+
+def test_leave_one_out_chooses_the_features_that_separate_and_prefers_no_model_call() -> None:
+    samples = _samples()
+    assert cross_validate(samples, ("values",)).out_of_scope_stopped == 4
+    assert cross_validate(samples, ("judge",)).out_of_scope_stopped < 4
+    chosen, ranked = choose_features(samples, candidates=[
+        ("judge",), ("judge", "values"), ("values",), ("score", "values")])
+    assert chosen == ("values",)  # as good as judge+values, and costs no model call
+    assert ranked[0].net >= ranked[-1].net and ranked[-1].features == ("judge",)
