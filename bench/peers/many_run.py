@@ -8,9 +8,9 @@ first), and no cache is cleared: request k+1 finds what request k (and the warmi
 `max_run_s` stops starting requests after that long, so every system ran every request
 that started.
 
-`ours-router` (`router_system.py`) takes each request whole, as a user's request: its code
-paths are the warm-up request routed once, its warming the product's own `warm_catalog`, and
-it writes one record per request.
+A `RoutingSystem` (`ours-router`, `router_system.py`) takes each request whole, as a user's
+request: its code paths are the warm-up request routed once, its warming its own (the
+product's `warm_catalog`), and it writes one record per request.
 """
 
 from __future__ import annotations
@@ -21,18 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackroute.bench.peers.many import ManyWorkload, WarmOnLoad
-from stackroute.bench.peers.router_system import RouterSystem
-from stackroute.bench.peers.system import PeerSystem, run_item
+from stackroute.bench.peers.system import PeerSystem, RoutingSystem, WarmCost, run_item
 from stackroute.bench.peers.workload import CallKind
-
-
-@dataclass(frozen=True)
-class WarmCost:
-    """What warming the catalog cost one system (untimed in the request tables)."""
-
-    latency_ms: float
-    prefill_tokens: int
-    forward_passes: int
 
 
 @dataclass(frozen=True)
@@ -48,7 +38,7 @@ def warm_code_paths(systems: Sequence[PeerSystem], workload: ManyWorkload) -> No
     firsts = [next(c for c in calls if c.kind is kind) for kind in CallKind
               if any(c.kind is kind for c in calls)]
     for system in systems:
-        if isinstance(system, RouterSystem):
+        if isinstance(system, RoutingSystem):
             system.route(workload.queries[-1])
         else:
             for call in firsts:
@@ -65,13 +55,10 @@ def warm_catalog(systems: Sequence[PeerSystem], workload: ManyWorkload) -> dict[
 
 
 def _warm(system: PeerSystem, workload: ManyWorkload) -> WarmCost:
-    """What warming cost one system: the product's own `warm_catalog` for `ours-router`, the
-    workload's warm call for the others."""
-    if isinstance(system, RouterSystem):
-        report = system.warm()
-        return WarmCost(latency_ms=round(report.wall_ms, 3),
-                        prefill_tokens=report.usage.prefill_tokens,
-                        forward_passes=report.usage.forward_passes)
+    """What warming cost one system: a routing system's own (the product's `warm_catalog`
+    for `ours-router`), the workload's warm call for the others."""
+    if isinstance(system, RoutingSystem):
+        return system.warm_cost()
     t = time.perf_counter()
     outcome = system.run(workload.warm_call)
     return WarmCost(latency_ms=round((time.perf_counter() - t) * 1e3, 3),
@@ -79,9 +66,9 @@ def _warm(system: PeerSystem, workload: ManyWorkload) -> WarmCost:
 
 
 def _request_records(system: PeerSystem, workload: ManyWorkload, k: int) -> list[dict[str, Any]]:
-    """Request k's records from one system: one whole-request record from `ours-router`, one
-    per teacher-forced call from the others."""
-    if isinstance(system, RouterSystem):
+    """Request k's records from one system: one whole-request record from a routing system
+    (`ours-router`), one per teacher-forced call from the others."""
+    if isinstance(system, RoutingSystem):
         records = [system.route(workload.queries[k])]
     else:
         records = run_item(system, workload.requests[k])

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from stackroute.bench.peers.system import CallOutcome
+from stackroute.bench.peers.system import CallOutcome, WarmCost
 from stackroute.bench.peers.workload import ModelCall
 from stackroute.runtime.tree import CapabilityTree
 from stackroute.server.engines.registry import create_engine
@@ -65,6 +65,12 @@ class RouterSystem:
     def warm(self) -> WarmReport:
         """The catalog load's warming, as the service runs it."""
         return warm_catalog(self.pool, self.tree)
+
+    def warm_cost(self) -> WarmCost:
+        report = self.warm()
+        return WarmCost(latency_ms=round(report.wall_ms, 3),
+                        prefill_tokens=report.usage.prefill_tokens,
+                        forward_passes=report.usage.forward_passes)
 
     def route(self, query: Query) -> dict[str, Any]:
         """One request end to end: its record (`many_tables.request_row` reads it as a whole

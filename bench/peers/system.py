@@ -86,6 +86,27 @@ class RequestSystem(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class WarmCost:
+    """What warming the catalog cost one system (untimed in the request tables)."""
+
+    latency_ms: float
+    prefill_tokens: int
+    forward_passes: int
+
+
+@runtime_checkable
+class RoutingSystem(Protocol):
+    """A system that routes each user request itself (`ours-router`): its decisions are its
+    own, one record per request, and it warms the catalog its own way."""
+
+    def route(self, query: Any) -> dict[str, Any]:
+        ...
+
+    def warm_cost(self) -> WarmCost:
+        ...
+
+
 def timed_calls(system: PeerSystem, item: WorkItem) -> list[tuple[CallOutcome, float]]:
     """(outcome, latency_ms) per call: one call at a time, or the request at once where the
     system takes it so."""

@@ -43,7 +43,12 @@ _NAMING = re.compile(r"\b(?:called|named|titled|entitled)\s+$", re.IGNORECASE)
 WORD_ID_PENALTY = 3.0  # plain words ("game", "Facebook") for a property named for an id or a
 #                       number: its value is a token (an id, digits); a word beside the id's
 #                       name is its kind ("the game server ID"), so more than a label's +2
-_ID_NAMES = frozenset(("id", "identifier", "number", "no", "sku"))  # not "code": "en", "LAX"
+# Two notions of a property that holds an id, kept together: any of ID_LIKE_WORDS in its name
+# lifts id-like tokens (a code, a key or an account number may be a word too); a name that
+# ends in one of ID_NAME_ENDINGS holds a token, never plain words (not "code": "en", "LAX";
+# not "account": "account_type").
+ID_LIKE_WORDS = frozenset(("id", "code", "number", "account", "identifier", "key", "sku", "no"))
+ID_NAME_ENDINGS = frozenset(("id", "identifier", "number", "no", "sku"))
 _PLAIN_WORDS = re.compile(r"[A-Za-z]?[a-z]+(?: [a-z]+)*")
 SUBJECT_BONUS = 1.5  # the phrase after "about" for a property that holds what to look for
 _ABOUT = re.compile(r"\b(?:about|regarding|concerning)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
@@ -79,9 +84,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     def is_capital(k: int) -> bool:
         return 0 <= k < len(tokens) and k not in starts and tokens[k][0][:1].isupper()
 
-    is_id = any(w in ("id", "code", "number", "account", "identifier", "key", "sku", "no")
-                for w in words)
-    names_an_id = bool(words) and words[-1] in _ID_NAMES
+    is_id = any(w in ID_LIKE_WORDS for w in words)
+    names_an_id = bool(words) and words[-1] in ID_NAME_ENDINGS
     is_place = any(w in _PLACE_WORDS for w in words)
     is_subject = any(w in _SUBJECT_WORDS for w in words)
     out = []
