@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from doubles import LogitEngine
 from recovery_kit import evidence_source, house_tree
+from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
@@ -28,7 +29,6 @@ from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
-from stackroute.runtime.catalog import build_tree
 from stackroute.server.tools.abstention_fit import (
     Label,
     Sample,
