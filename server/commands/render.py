@@ -49,6 +49,9 @@ def route_tree(trace: Iterable[TraceEvent]) -> Tree:
             frames[e.frame_id] = frames.get(e.parent_id, root).add(_with(label, entered))
         elif e.kind is EventKind.ROUTE:
             entered = _decision_note(e)
+            stopped = _abstained(e)
+            if stopped is not None:
+                here.add(stopped)
             if e.decision in ("DONE", "BACK"):
                 here.add(_with(Text(e.decision, style="dim"), entered))
         elif e.kind is EventKind.LEAF_PENDING:
@@ -170,6 +173,18 @@ def _decision_note(e: TraceEvent) -> Text | None:
     if e.usage is not None and not e.usage.get("model_calls"):
         return Text("no model call", style="dim")
     return None
+
+
+def _abstained(e: TraceEvent) -> Text | None:
+    """Why a run made no call, where the abstention check stopped its first leaf."""
+    verdict = e.detail.get("abstention")
+    if not isinstance(verdict, Mapping) or not verdict.get("abstain"):
+        return None
+    leaf = str(verdict.get("leaf", "?")).rsplit("/", 1)[-1]
+    threshold = verdict.get("threshold")
+    bar = f" < {float(threshold):.2f}" if threshold is not None else ""
+    return Text(f"no call: {leaf} does not fit the request (abstention fit "
+                f"{float(verdict['fit']):.2f}{bar})", style="yellow")
 
 
 def _with(label: Text, note: Text | None) -> Text:

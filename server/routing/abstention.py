@@ -132,12 +132,15 @@ class Verdict:
     leaf: str  # the leaf's path
     features: AbstentionFeatures
     fit: float
+    threshold: float  # the fitted decision's: below it the run abstains
     is_abstaining: bool
     usage: Usage = field(default_factory=Usage)
 
     def detail(self) -> dict[str, Any]:
-        return {"leaf": self.leaf, "fit": self.fit, "abstain": self.is_abstaining,
-                "features": self.features.to_dict(), "model_calls": self.usage.model_calls}
+        threshold = self.threshold if math.isfinite(self.threshold) else None  # the probe's
+        return {"leaf": self.leaf, "fit": self.fit, "threshold": threshold,
+                "abstain": self.is_abstaining, "features": self.features.to_dict(),
+                "model_calls": self.usage.model_calls}
 
 
 def leaf_words(leaf: Node) -> str:
@@ -209,6 +212,7 @@ class AbstentionCheck:
         x, usage = self.features(request.task, leaf)
         fit = self.options.fit(x)
         verdict = Verdict(leaf=leaf.path_str, features=x, fit=fit,
+                          threshold=self.options.threshold,
                           is_abstaining=fit < self.options.threshold, usage=usage)
         if verdict.is_abstaining:
             self._stopped.put(request.run_id, verdict)

@@ -247,3 +247,17 @@ def test_leave_one_out_chooses_the_features_that_separate_and_prefers_no_model_c
         ("judge",), ("judge", "values"), ("values",), ("score", "values")])
     assert chosen == ("values",)  # as good as judge+values, and costs no model call
     assert ranked[0].net >= ranked[-1].net and ranked[-1].features == ("judge",)
+
+
+def test_the_route_tree_says_why_a_run_made_no_call() -> None:
+    import io
+
+    from rich.console import Console
+    from stackroute.server.commands.render import route_tree
+
+    engine = scripted({"billing": 6.0, "pay_water": 6.0}, says_yes=False)
+    state = run(engine, "tell me a joke about the water bill", JUDGE_ONLY)
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(route_tree(state.trace))
+    text = " ".join(console.export_text().split())
+    assert "no call: pay_water does not fit the request (abstention fit -4.00 < 0.00)" in text
