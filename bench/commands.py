@@ -31,6 +31,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _e("out-of-scope", "experiments.out_of_scope",
        "Requests no tool serves: does the router abstain, and what does abstaining cost on "
        "in-scope requests (issue 25)."),
+    _e("abstention-cost", "experiments.abstention_cost",
+       "A check that asks the model nothing: the in-scope successes it stops and the "
+       "out-of-scope requests it stops, on every suite."),
     _e("right-call", "experiments.right_call",
        "The right tool with the right arguments: argument accuracy per model tier (issue 25)."),
     _e("missing-values", "experiments.missing_values",
