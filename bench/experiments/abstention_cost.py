@@ -31,9 +31,14 @@ from stackroute.bench.environment import git_state
 from stackroute.bench.experiments.policy import REPORT_SEED, suites
 from stackroute.bench.workloads.datasets import generated_dataset
 from stackroute.runtime.catalog import load_catalog
+from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.server.engines.model_store import DEFAULT_GGUF_FILENAME
-from stackroute.server.routing.abstention import AbstentionCheck, read_abstention
+from stackroute.server.routing.abstention import (
+    AbstentionCheck,
+    AbstentionOptions,
+    read_abstention,
+)
 from stackroute.server.routing.calibration import calibration_file
 from stackroute.server.routing.router import default_embedder, evidence_for_tree
 from stackroute.server.tools.calibration_records import Dataset
@@ -59,7 +64,12 @@ class SuiteCost:
         return self.successes_stopped / self.first_leaf_right if self.first_leaf_right else None
 
 
-def judge_suite(dataset: Dataset, check_options: Any, embedder: Any) -> SuiteCost:
+def judge_suite(dataset: Dataset, check_options: AbstentionOptions,
+                embedder: Any) -> SuiteCost:
+    """The check on every single-leaf request of `dataset`, at the evidence's first leaf."""
+    if check_options.is_judge_enabled:
+        raise InputError("this check asks the model (is_judge_enabled); this bench reads "
+                         "model-free checks: use `stackroute bench out-of-scope`")
     evidence = evidence_for_tree(dataset.tree, embedder)
     check = AbstentionCheck(None, check_options, evidence)  # type: ignore[arg-type]  # no model
     right = stopped = oos = oos_stopped = in_scope = 0
@@ -68,9 +78,7 @@ def judge_suite(dataset: Dataset, check_options: Any, embedder: Any) -> SuiteCos
         if len(query.gold) > 1:
             continue
         best, _ = evidence.for_request(query.query).best()
-        x, usage = check.features(query.query, dataset.tree.node(best))
-        if usage.model_calls:
-            raise RuntimeError("the check asked the model; this bench reads model-free checks")
+        x, _ = check.features(query.query, dataset.tree.node(best))
         stops = check_options.abstains(x)
         if not query.gold:
             oos += 1

@@ -65,6 +65,7 @@ SMOKES: dict[str, Smoke] = {
     "mcp": covered("tests/server/mcp/test_mcp_bench.py"),
     "shared-prompt": covered("tests/bench/test_shared_prompt_bench.py"),
     "out-of-scope": covered("tests/bench/test_out_of_scope_bench.py"),
+    "abstention-cost": smoke("--out", "OUT"),
     "right-call": covered("tests/bench/test_right_call_bench.py"),
     "missing-values": smoke("--out", "OUT", needs="model seal"),
     "crash": covered("tests/reliability/test_crash.py"),
