@@ -20,7 +20,7 @@ feature left out has weight 0, and a check with no weight on the model's answers
 them (no model call).
 
 >>> from stackroute.server.routing.abstention import AbstentionFeatures as F
->>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1), label)
+>>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1, values=0.0), label)
 ...            for j, s, label in [(3, .6, Label.CALL), (2, .5, Label.CALL),
 ...                                (-2, .3, Label.ABSTAIN), (-3, .2, Label.ABSTAIN)]]
 >>> fitted = fit_abstention(samples)

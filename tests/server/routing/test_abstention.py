@@ -261,3 +261,14 @@ def test_the_route_tree_says_why_a_run_made_no_call() -> None:
     console.print(route_tree(state.trace))
     text = " ".join(console.export_text().split())
     assert "no call: pay_water does not fit the request (abstention fit -4.00 < 0.00)" in text
+
+
+@pytest.mark.parametrize("name", ["stackroute.server.routing.abstention",
+                                  "stackroute.server.tools.abstention_fit",
+                                  "stackroute.server.routing.arguments.filling"])
+def test_the_check_modules_examples_hold(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
