@@ -71,7 +71,7 @@ def judge_suite(dataset: Dataset, check_options: AbstentionOptions,
         raise InputError("this check asks the model (is_judge_enabled); this bench reads "
                          "model-free checks: use `stackroute bench out-of-scope`")
     evidence = evidence_for_tree(dataset.tree, embedder)
-    check = AbstentionCheck(None, check_options, evidence)  # type: ignore[arg-type]  # no model
+    check = AbstentionCheck(None, check_options, evidence)  # asks no model: needs none
     right = stopped = oos = oos_stopped = in_scope = 0
     examples: list[str] = []
     for query in dataset.queries:

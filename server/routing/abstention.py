@@ -170,8 +170,13 @@ def _log_odds(probabilities: dict[str, float]) -> float:
 class AbstentionCheck:
     """Judges a run's first leaf (`verdict`) and unwinds the runs it stopped (`step`)."""
 
-    def __init__(self, engine: Engine, options: AbstentionOptions, evidence: EvidenceSource,
-                 *, max_runs: int = 1024, max_leaves: int = 4096) -> None:
+    def __init__(self, engine: Engine | None, options: AbstentionOptions,
+                 evidence: EvidenceSource, *, max_runs: int = 1024,
+                 max_leaves: int = 4096) -> None:
+        """`engine` may be None only for a check that asks the model nothing."""
+        if engine is None and options.is_judge_enabled:
+            raise ValueError("this abstention check asks the model (is_judge_enabled): it "
+                             "needs an engine")
         self.engine = engine
         self.options = options
         self.evidence = evidence
@@ -186,11 +191,12 @@ class AbstentionCheck:
         """The check's inputs for calling `leaf` on `task`, and what asking the model cost."""
         usage = Usage()
         judge = contrast = 0.0
-        if self.options.is_judge_enabled:
+        if self.options.is_judge_enabled and self.engine is not None:
             result = self.engine.choose(judgement_prompt(task, leaf), (YES, NO))
             usage = result.usage
             judge = _log_odds(result.probabilities)
-        if self.options.is_judge_enabled and self.options.is_contrast_enabled:
+        if self.options.is_judge_enabled and self.options.is_contrast_enabled \
+                and self.engine is not None:
             neutral = self._neutral.get(leaf.path_str)
             if neutral is None:
                 plain = self.engine.choose(judgement_prompt(NEUTRAL_REQUEST, leaf), (YES, NO))

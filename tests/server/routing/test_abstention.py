@@ -272,3 +272,15 @@ def test_the_check_modules_examples_hold(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_check_that_asks_the_model_refuses_to_be_built_without_an_engine() -> None:
+    from stackroute.server.routing.abstention import AbstentionCheck
+
+    tree = house_tree()
+    with pytest.raises(ValueError, match="needs an engine"):
+        AbstentionCheck(None, JUDGE_ONLY, evidence_source(tree))
+    free = AbstentionCheck(None, AbstentionOptions(score_weight=1.0, is_judge_enabled=False),
+                           evidence_source(tree))
+    x, usage = free.features("pay the water bill", tree.node("billing/pay_water"))
+    assert usage.model_calls == 0 and x.judge == 0.0 and x.score > 0.0
