@@ -120,14 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     if calibrated is None:
         parser.error(f"{args.calibration} has no abstention check")
     options = calibrated.options
-    if options.is_judge_enabled:
-        parser.error(f"the check in {args.calibration} asks the model (is_judge_enabled); "
-                     "this bench reads model-free checks: use `stackroute bench out-of-scope`")
     embedder = default_embedder()
     costs = []
     for dataset in datasets(limit=4 if args.smoke else args.limit, seal=args.seal,
                             smoke=args.smoke):
-        cost = judge_suite(dataset, options, embedder)
+        try:
+            cost = judge_suite(dataset, options, embedder)
+        except InputError as e:
+            parser.error(f"{args.calibration}: {e}")
         log.info("%s: %d of %d right first leaves stopped, %d of %d out of scope stopped",
                  cost.suite, cost.successes_stopped, cost.first_leaf_right,
                  cost.out_of_scope_stopped, cost.out_of_scope)

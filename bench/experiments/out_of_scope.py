@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         result.update(fitted=fit.options.to_dict(), fit_measured=measured,
                       feature_choice=choice,
                       calibration=str(target), replayed=replay(records, fit.options),
-                      tradeoff=tradeoff(samples(records), fit.options))
+                      tradeoff=tradeoff(dev, fit.options))
         check = read_abstention(target)
         if check is None or check.options != fit.options:
             raise SystemExit(f"{target}: the written check does not read back")

@@ -21,7 +21,7 @@ _SMALL_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
                 "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15,
                 "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100, "dozen": 12}
 _NUMBER = re.compile(
-    r"(?<![\w.\-/:])(?P<currency>[$€£¥])?\s?(?P<sign>-)?"
+    r"(?<![\w.\-/:^])(?P<currency>[$€£¥])?\s?(?P<sign>-)?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"(?:(?P<suffix>bn|[kKMBbm])(?![A-Za-z0-9])|\s+(?P<word>thousand|million|billion|trillion)\b"
     r"|(?P<percent>%))?"

@@ -77,7 +77,8 @@ def test_parameters_text_and_the_lexical_mix() -> None:
 
 
 @pytest.mark.parametrize("package", ["stackroute.server.embeddings",
-                                     "stackroute.server.routing"])
+                                     "stackroute.server.routing",
+                                     "stackroute.server.routing.arguments"])
 def test_doctests(package: str) -> None:
     root = importlib.import_module(package)
     attempted = 0

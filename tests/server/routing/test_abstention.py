@@ -263,16 +263,6 @@ def test_the_route_tree_says_why_a_run_made_no_call() -> None:
     assert "no call: pay_water does not fit the request (abstention fit -4.00 < 0.00)" in text
 
 
-@pytest.mark.parametrize("name", ["stackroute.server.routing.abstention",
-                                  "stackroute.server.tools.abstention_fit",
-                                  "stackroute.server.routing.arguments.filling"])
-def test_the_check_modules_examples_hold(name: str) -> None:
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.attempted > 0 and result.failed == 0
-
 
 def test_a_check_that_asks_the_model_refuses_to_be_built_without_an_engine() -> None:
     from stackroute.server.routing.abstention import AbstentionCheck
