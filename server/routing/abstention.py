@@ -11,6 +11,10 @@ taste for that leaf regardless of the request. The decision combines, linearly:
 - `contrast`: `judge` minus the same for the content-free request;
 - `score`: the evidence's score of the chosen leaf;
 - `margin`: the evidence's best leaf score minus the second best;
+- `lead`: the evidence's best leaf score minus the catalog's `LEAD_RANK`-th best (the last,
+  in a smaller catalog): how far the best leaf stands out of the crowd. A short request, or
+  one whose values are words no tool holds, scores low against every leaf, yet its tool
+  still stands out; a request no leaf serves scores its best leaf like the next ten;
 - `values`: how well the request holds the values the leaf needs (`value_coverage`: the
   lowest prior among its required values, no model call): a request for something the leaf
   does not do seldom holds them;
@@ -23,7 +27,8 @@ A check whose fit gives the model's answers no weight does not ask them (`is_jud
 
 >>> options = AbstentionOptions(judge_weight=1.0, contrast_weight=0.0, score_weight=10.0,
 ...                             margin_weight=0.0, values_weight=0.5, bias=-3.0, threshold=0.0)
->>> x = AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1, values=0.0)
+>>> x = AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1, values=0.0,
+...                        lead=0.2)
 >>> options.fit(x), options.abstains(x)
 (-2.0, True)
 """
@@ -55,6 +60,7 @@ from stackroute.server.routing.recovery import MenuStep
 YES, NO = "yes", "no"
 NEUTRAL_REQUEST = "N/A"
 MAX_LOG_ODDS = 20.0  # a certain answer is not infinitely certain
+LEAD_RANK = 10  # `lead`: the best leaf's score over this rank's (1 = the best itself)
 JUDGE_SYSTEM = ("You check whether a tool can do what a user asks. Answer yes only when the "
                 "tool does exactly what the request asks for; otherwise answer no.")
 _SWITCHES = ("is_judge_enabled", "is_contrast_enabled")
@@ -71,6 +77,7 @@ class AbstentionOptions:
     score_weight: float = 0.0
     margin_weight: float = 0.0
     values_weight: float = 0.0
+    lead_weight: float = 0.0
     bias: float = 0.0
     threshold: float = 0.0
     is_judge_enabled: bool = True  # ask the model about the request (one call per run)
@@ -91,7 +98,8 @@ class AbstentionOptions:
         """The decision's value: above `threshold` the leaf is called."""
         return round(self.judge_weight * x.judge + self.contrast_weight * x.contrast
                      + self.score_weight * x.score + self.margin_weight * x.margin
-                     + self.values_weight * x.values + self.bias, 6)
+                     + self.values_weight * x.values + self.lead_weight * x.lead
+                     + self.bias, 6)
 
     def abstains(self, x: AbstentionFeatures) -> bool:
         return self.fit(x) < self.threshold
@@ -111,6 +119,7 @@ class AbstentionFeatures:
     score: float  # the evidence's score of the chosen leaf
     margin: float  # the evidence's best leaf score minus its second best
     values: float  # value_coverage: the request's values for the leaf's required properties
+    lead: float  # the evidence's best leaf score minus its LEAD_RANK-th best
 
     def to_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
@@ -205,13 +214,14 @@ class AbstentionCheck:
                 self._neutral.put(leaf.path_str, neutral)
             contrast = judge - neutral
         evidence = self.evidence.for_request(task)
-        top = evidence.top(2)
+        top = evidence.top(LEAD_RANK)
         row = evidence.index.paths.index(leaf.path_str) \
             if leaf.path_str in evidence.index.paths else -1
         score = float(evidence.scores[row]) if row >= 0 else (top[0][1] if top else 0.0)
         margin = top[0][1] - top[1][1] if len(top) > 1 else 1.0
+        lead = top[0][1] - top[-1][1] if len(top) > 1 else 1.0
         return AbstentionFeatures(judge=judge, contrast=contrast, score=score, margin=margin,
-                                  values=value_coverage(leaf, task)), usage
+                                  values=value_coverage(leaf, task), lead=lead), usage
 
     def verdict(self, request: RoutingRequest, leaf: Node) -> Verdict:
         """Whether the run calls `leaf` or stops; a stopped run is remembered for `step`."""

@@ -20,7 +20,7 @@ feature left out has weight 0, and a check with no weight on the model's answers
 them (no model call).
 
 >>> from stackroute.server.routing.abstention import AbstentionFeatures as F
->>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1, values=0.0), label)
+>>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1, values=0.0, lead=s), label)
 ...            for j, s, label in [(3, .6, Label.CALL), (2, .5, Label.CALL),
 ...                                (-2, .3, Label.ABSTAIN), (-3, .2, Label.ABSTAIN)]]
 >>> fitted = fit_abstention(samples)
@@ -118,7 +118,8 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
     options = AbstentionOptions(
         judge_weight=weights["judge"], contrast_weight=weights["contrast"],
         score_weight=weights["score"], margin_weight=weights["margin"],
-        values_weight=weights["values"], bias=round(b, 6), threshold=0.0,
+        values_weight=weights["values"],
+        lead_weight=weights["lead"], bias=round(b, 6), threshold=0.0,
         is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
         is_contrast_enabled=bool(weights["contrast"]))
     kept = sorted(options.fit(s.features) for s in calls)

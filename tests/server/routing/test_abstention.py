@@ -17,8 +17,10 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.abstention import (
+    LEAD_RANK,
     NO,
     YES,
+    AbstentionCheck,
     AbstentionFeatures,
     AbstentionOptions,
     read_abstention,
@@ -165,7 +167,7 @@ def test_the_calibration_file_carries_the_check(tmp_path: Path) -> None:
 def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:
     def sample(judge: float, score: float, label: Label) -> Sample:
         return Sample(AbstentionFeatures(judge=judge, contrast=judge, score=score,
-                                         margin=0.05, values=0.0), label)
+                                         margin=0.05, values=0.0, lead=0.1), label)
 
     samples = [sample(2.0, 0.7, Label.CALL), sample(1.0, 0.6, Label.CALL),
                sample(-0.5, 0.65, Label.CALL), sample(-3.0, 0.3, Label.ABSTAIN),
@@ -213,9 +215,11 @@ def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no
 
 def test_recorded_features_from_before_a_feature_existed_are_refused_by_name() -> None:
     old = {"judge": 0.1, "contrast": 0.0, "score": 0.3, "margin": 0.1}
-    with pytest.raises(InputError, match="lack values"):
+    with pytest.raises(InputError, match="lack values, lead"):
         AbstentionFeatures.from_dict(old)
-    assert AbstentionFeatures.from_dict({**old, "values": 1.0}).values == 1.0
+    with pytest.raises(InputError, match="lack lead"):
+        AbstentionFeatures.from_dict({**old, "values": 1.0})
+    assert AbstentionFeatures.from_dict({**old, "values": 1.0, "lead": 0.2}).lead == 0.2
 
 
 def _samples() -> list[Sample]:
@@ -224,8 +228,8 @@ def _samples() -> list[Sample]:
             (0.2, 0.50, 0.0, Label.CALL), (-0.2, 0.42, 3.0, Label.CALL),
             (0.4, 0.44, -4.0, Label.ABSTAIN), (-0.4, 0.41, -3.0, Label.ABSTAIN),
             (0.1, 0.46, -4.0, Label.ABSTAIN), (-0.1, 0.43, -2.5, Label.ABSTAIN)]
-    return [Sample(AbstentionFeatures(judge=j, contrast=j, score=s, margin=0.05, values=v),
-                   label) for j, s, v, label in rows]
+    return [Sample(AbstentionFeatures(judge=j, contrast=j, score=s, margin=0.05, values=v,
+                                      lead=0.1), label) for j, s, v, label in rows]
 
 
 def test_a_fit_on_some_features_weighs_only_those_and_asks_the_model_only_for_its_own() -> None:
@@ -274,3 +278,38 @@ def test_a_check_that_asks_the_model_refuses_to_be_built_without_an_engine() -> 
                            evidence_source(tree))
     x, usage = free.features("pay the water bill", tree.node("billing/pay_water"))
     assert usage.model_calls == 0 and x.judge == 0.0 and x.score > 0.0
+
+
+def _catalog(names: list[str]) -> dict[str, object]:
+    return {"name": "shop", "description": "A shop.", "children": [
+        {"name": n, "description": f"{n.replace('_', ' ')} for a customer."} for n in names]}
+
+
+def test_lead_is_the_best_leaf_over_the_tenth_best_or_the_last_in_a_small_catalog() -> None:
+    model_free = AbstentionOptions(lead_weight=1.0, is_judge_enabled=False)
+    twelve = [f"{verb}_{thing}" for verb in ("order", "return", "track")
+              for thing in ("shoes", "coat", "hat", "scarf")]
+    for names, rank in ((twelve, LEAD_RANK), (twelve[:3], 3)):
+        tree = build_tree(_catalog(names))
+        evidence = evidence_source(tree)
+        check = AbstentionCheck(None, model_free, evidence)
+        task = "track my shoes order"
+        ranked = sorted(evidence.for_request(task).scores.tolist(), reverse=True)
+        best, _ = evidence.for_request(task).best()
+        x, usage = check.features(task, tree.node(best))
+        assert x.lead == pytest.approx(ranked[0] - ranked[rank - 1], abs=1e-6)
+        assert x.lead >= x.margin >= 0.0 and usage.model_calls == 0
+    assert LEAD_RANK == 10 and len(twelve) > LEAD_RANK
+
+
+def test_a_request_no_leaf_serves_has_a_smaller_lead_than_one_a_leaf_serves() -> None:
+    tree = build_tree(_catalog([f"{verb}_{thing}" for verb in ("order", "return", "track")
+                                for thing in ("shoes", "coat", "hat", "scarf")]))
+    evidence = evidence_source(tree)
+    check = AbstentionCheck(None, AbstentionOptions(is_judge_enabled=False), evidence)
+
+    def lead(task: str) -> float:
+        best, _ = evidence.for_request(task).best()
+        return check.features(task, tree.node(best))[0].lead
+
+    assert lead("return the scarf") > lead("what a lovely sunny morning")
