@@ -58,6 +58,7 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.runtime.state import RunState
 from stackroute.server.routing.abstention import (
+    DETAIL_KEY,
     AbstentionCheck,
     AbstentionOptions,
     read_abstention,
@@ -139,7 +140,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def first_verdict(state: RunState) -> dict[str, Any] | None:
     """The check's record at the run's first leaf (None: the run never reached one)."""
     for event in state.trace:
-        record = event.detail.get("abstention") if event.kind.value == "route" else None
+        record = event.detail.get(DETAIL_KEY) if event.kind.value == "route" else None
         if isinstance(record, dict) and "features" in record:
             return record
     return None

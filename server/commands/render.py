@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 from stackroute.runtime.trace import EventKind, TraceEvent
+from stackroute.server.routing.abstention import declined
 
 MAX_VALUE_CHARS = 80  # arguments and results are cut here (the trace file has them whole)
 MAX_OPTIONS_SHOWN = 12  # a wider menu shows its most probable options (--json has them all)
@@ -177,14 +178,12 @@ def _decision_note(e: TraceEvent) -> Text | None:
 
 def _abstained(e: TraceEvent) -> Text | None:
     """Why a run made no call, where the abstention check stopped its first leaf."""
-    verdict = e.detail.get("abstention")
-    if not isinstance(verdict, Mapping) or not verdict.get("abstain"):
+    stop = declined([e])
+    if stop is None:
         return None
-    leaf = str(verdict.get("leaf", "?")).rsplit("/", 1)[-1]
-    threshold = verdict.get("threshold")
-    bar = f" < {float(threshold):.2f}" if threshold is not None else ""
-    return Text(f"no call: {leaf} does not fit the request (abstention fit "
-                f"{float(verdict['fit']):.2f}{bar})", style="yellow")
+    bar = f" < {stop.threshold:.2f}" if stop.threshold is not None else ""
+    return Text(f"no call: {stop.leaf.rsplit('/', 1)[-1]} does not fit the request "
+                f"(abstention fit {stop.fit:.2f}{bar})", style="yellow")
 
 
 def _with(label: Text, note: Text | None) -> Text:

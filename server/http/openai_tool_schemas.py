@@ -68,6 +68,16 @@ class ToolCallOut(BaseModel):
     function: FunctionCall
 
 
+class DeclinedOut(BaseModel):
+    """Why the answer makes no call: the abstention check (`abstain`) judged that the tool
+    the router was about to call does not do what the request asks."""
+
+    function: str = Field(description="the tool the router would have called")
+    path: str = Field(description="its leaf's path in the tree")
+    fit: float = Field(description="the check's fit for that call")
+    threshold: float | None = Field(description="the bar the fit fell below")
+
+
 class ToolRouting(BaseModel):
     """What routing the request through the tools' tree did (a stackroute extension)."""
 
@@ -86,3 +96,6 @@ class ToolRouting(BaseModel):
         default_factory=list, description="values_needed: the required values the request "
         "did not hold, which the answer asks for (reply with them: the reply is routed with "
         "the request it completes)")
+    declined: DeclinedOut | None = Field(
+        None, description="no_call because the abstention check judged the request out of "
+        "scope: the tool it stopped, and why")

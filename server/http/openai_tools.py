@@ -33,12 +33,14 @@ from stackroute.server.http.openai_schemas import (
     CompletionUsage,
 )
 from stackroute.server.http.openai_tool_schemas import (
+    DeclinedOut,
     FunctionCall,
     NamedToolChoice,
     ToolCallOut,
     ToolRouting,
 )
 from stackroute.server.http.sse import SseEvent
+from stackroute.server.routing.abstention import declined
 from stackroute.server.service.outcomes import routing_outcome
 from stackroute.server.service.tool_catalogs import ToolCatalog, ToolCatalogs
 from stackroute.server.service.tool_runs import (
@@ -90,7 +92,17 @@ class RoutedChat:
             written_values=[] if self.turn.call is None
             else list(self.turn.call.written_values),
             missing_values=[] if self.turn.call is None
-            else list(self.turn.call.missing_values))
+            else list(self.turn.call.missing_values),
+            declined=self._declined())
+
+    def _declined(self) -> DeclinedOut | None:
+        stop = declined(self.turn.routing_events)
+        if stop is None:
+            return None
+        leaf = self.catalog.tree.get(stop.leaf)
+        return DeclinedOut(function=stop.leaf if leaf is None
+                           else self.catalog.function_name(leaf),
+                           path=stop.leaf, fit=stop.fit, threshold=stop.threshold)
 
     @property
     def is_tool_call(self) -> bool:

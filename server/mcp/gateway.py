@@ -32,6 +32,7 @@ from stackroute.server.mcp.config import CATALOG_FIELD
 from stackroute.server.mcp.connections import McpConnections
 from stackroute.server.mcp.forward import McpForwarding
 from stackroute.server.mcp.importer import ImportOptions, catalog_servers, refreshed_catalog
+from stackroute.server.routing.abstention import declined
 
 if TYPE_CHECKING:
     from stackroute.server.service.services import Services
@@ -321,6 +322,11 @@ def session_view(session_id: str, state: Any, *,
                               "(approve=false rejects it)")
     if state.status is RunStatus.RUNNING:
         out["message"] = "still routing: call `result` with this id for its state"
+    stop = declined(state.trace) if not state.calls else None
+    if stop is not None:
+        out["declined"] = {"path": stop.leaf, "fit": stop.fit, "threshold": stop.threshold}
+        out["message"] = (f"no call: no tool does what the request asks (the closest, "
+                          f"{stop.leaf}, was judged not to fit it)")
     if state.error:
         out["error"] = state.error
     return out

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from stackroute.runtime.menu import CompletionState
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.router import RoutingRequest
+from stackroute.runtime.trace import TraceEvent
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
@@ -58,6 +60,7 @@ from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.recovery import MenuStep
 
 YES, NO = "yes", "no"
+DETAIL_KEY = "abstention"  # a routing event's record of the check (`Verdict.detail`)
 NEUTRAL_REQUEST = "N/A"
 MAX_LOG_ODDS = 20.0  # a certain answer is not infinitely certain
 LEAD_RANK = 10  # `lead`: the best leaf's score over this rank's (1 = the best itself)
@@ -152,6 +155,35 @@ class Verdict:
                 "model_calls": self.usage.model_calls}
 
 
+@dataclass(frozen=True)
+class Declined:
+    """Why a run made no call: the leaf the check stopped, its fit and the bar it missed."""
+
+    leaf: str  # the stopped leaf's path
+    fit: float
+    threshold: float | None  # None: a probe's (it stops every run)
+
+
+def declined(events: Iterable[TraceEvent]) -> Declined | None:
+    """The check's stop among a run's routing events (`Verdict.detail`), None where it
+    stopped nothing.
+
+    >>> from stackroute.runtime.trace import EventKind
+    >>> stop = TraceEvent(seq=1, kind=EventKind.ROUTE, frame_id=0, parent_id=None, path="",
+    ...     detail={"abstention": {"leaf": "bank/send", "fit": -2.5, "threshold": -1.0,
+    ...                            "abstain": True}})
+    >>> declined([stop])
+    Declined(leaf='bank/send', fit=-2.5, threshold=-1.0)
+    """
+    for event in events:
+        record = event.detail.get(DETAIL_KEY)
+        if isinstance(record, Mapping) and record.get("abstain") and "fit" in record:
+            threshold = record.get("threshold")
+            return Declined(str(record["leaf"]), float(record["fit"]),
+                            None if threshold is None else float(threshold))
+    return None
+
+
 def leaf_words(leaf: Node) -> str:
     """The leaf as the question shows it: its name in words, then its description.
 
@@ -238,7 +270,7 @@ class AbstentionCheck:
                   usage: Usage) -> MenuStep:
         """The decision that replaces the leaf call: unwind (BACK) or end (DONE at the root)."""
         return MenuStep(self._unwind_choice(request), None, None, usage,
-                        {"abstention": verdict.detail()})
+                        {DETAIL_KEY: verdict.detail()})
 
     def step(self, request: RoutingRequest) -> MenuStep | None:
         """For a run this check stopped: BACK up to the root, DONE there (no model call)."""
@@ -249,7 +281,7 @@ class AbstentionCheck:
         if choice == CompletionState.DONE.value:
             self._stopped.pop(request.run_id)
         return MenuStep(choice, None, None, Usage(),
-                        {"abstention": {"unwind": True, "leaf": verdict.leaf}})
+                        {DETAIL_KEY: {"unwind": True, "leaf": verdict.leaf}})
 
     @staticmethod
     def _unwind_choice(request: RoutingRequest) -> str:

@@ -29,7 +29,7 @@ from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
-from stackroute.server.routing.abstention import AbstentionCheck
+from stackroute.server.routing.abstention import DETAIL_KEY, AbstentionCheck
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.leaf_arguments import (
@@ -118,7 +118,7 @@ class EngineRouter:
                 and self.abstention.applies(request, child):
             verdict = self.abstention.verdict(request, child)
             step = replace(step, usage=step.usage + verdict.usage,
-                           detail={**step.detail, "abstention": verdict.detail()})
+                           detail={**step.detail, DETAIL_KEY: verdict.detail()})
             if verdict.is_abstaining:  # no call: the run unwinds (the ABSTAINED source)
                 stop = self.abstention.stop_step(request, verdict, step.usage)
                 return Decision(choice=stop.choice, usage=stop.usage,

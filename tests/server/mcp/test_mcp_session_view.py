@@ -88,3 +88,21 @@ def test_the_elicitation_form_holds_only_primitive_values() -> None:
 def test_elicit_values_doctests() -> None:
     result = doctest.testmod(elicit_values)
     assert result.attempted > 0 and result.failed == 0
+
+
+class DecliningRouter:
+    """Stops at its first leaf as the abstention check does: DONE at the root, recorded."""
+
+    def route(self, request: RoutingRequest) -> Decision:
+        return Decision(choice="DONE", detail={"abstention": {
+            "leaf": "send_money", "fit": -3.5, "threshold": -1.25, "abstain": True}})
+
+
+def test_a_request_the_check_declined_says_which_tool_did_not_fit() -> None:
+    machine = StackMachine(TREE, DecliningRouter())
+    state = machine.run(machine.start("open a savings account", run_id="r"))
+    view = session_view("r", state)
+    assert view["status"] == "done" and view["calls"] == []
+    assert view["declined"] == {"path": "send_money", "fit": -3.5, "threshold": -1.25}
+    assert "send_money" in view["message"] and "no call" in view["message"]
+    assert "declined" not in paused_view(())
