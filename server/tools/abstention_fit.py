@@ -31,7 +31,7 @@ them (no model call).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from itertools import combinations
 from typing import Any
@@ -74,23 +74,37 @@ def _matrix(samples: Sequence[Sample]) -> np.ndarray:
 def logistic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     """Weights (each >= 0) and bias of P(y=1 | x), in `x`'s own units (fitted on
     standardised columns)."""
-    mean, std = x.mean(axis=0), x.std(axis=0)
+    w, b = logistic_folds(x, y, np.ones((1, len(y)), dtype=bool))
+    return w[0], float(b[0])
+
+
+def logistic_folds(x: np.ndarray, y: np.ndarray,
+                   keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`logistic` fitted once per row of `keep` (`[folds, samples]`: the samples that fold
+    sees), all folds in one descent: weights `[folds, features]` and biases `[folds]`. A fold
+    is the same fit as `logistic` on its samples alone (its own standardisation and class
+    balance); batching them is what makes leave-one-out over every feature subset cheap."""
+    seen = keep.astype(np.float64)  # [F, n]
+    count = seen.sum(axis=1)  # [F]
+    mean = seen @ x / count[:, None]  # [F, d]
+    diff = x[None, :, :] - mean[:, None, :]  # [F, n, d]
+    std = np.sqrt((seen[:, :, None] * diff ** 2).sum(axis=1) / count[:, None])
     std[std < 1e-9] = 1.0
-    z = (x - mean) / std
-    w = np.zeros(z.shape[1])
-    b = 0.0
+    z = diff / std[:, None, :]
     # Balanced classes: each class weighs half, however many samples it has.
-    pos = max(int(y.sum()), 1)
-    neg = max(len(y) - int(y.sum()), 1)
-    weight = np.where(y == 1, 0.5 / pos, 0.5 / neg)
+    pos = np.maximum((seen * y).sum(axis=1), 1.0)
+    neg = np.maximum(count - (seen * y).sum(axis=1), 1.0)
+    weight = seen * np.where(y == 1, 0.5 / pos[:, None], 0.5 / neg[:, None])
+    w = np.zeros(mean.shape)
+    b = np.zeros(len(count))
     for _ in range(STEPS):
-        p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
+        p = 1.0 / (1.0 + np.exp(-(np.einsum("fnd,fd->fn", z, w) + b[:, None])))
         g = weight * (p - y)
-        w -= LEARNING_RATE * (z.T @ g + L2 * w / len(y))
+        w -= LEARNING_RATE * (np.einsum("fnd,fn->fd", z, g) + L2 * w / count[:, None])
         np.maximum(w, 0.0, out=w)  # monotone: see the module docstring
-        b -= LEARNING_RATE * float(g.sum())
+        b -= LEARNING_RATE * g.sum(axis=1)
     raw = w / std
-    return raw, float(b - (raw * mean).sum())
+    return raw, b - (raw * mean).sum(axis=1)
 
 
 def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
@@ -99,38 +113,19 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
     """The check fitted on `samples`, on `features` only (the others weigh 0).
     `num_in_scope`: the in-scope requests the loss is a fraction of (default: the CALL and
     EITHER samples; requests the router answered with no call have no sample)."""
-    unknown = sorted(set(features) - set(FEATURES))
-    if unknown or not features:
-        raise InputError(f"abstention features must be some of {list(FEATURES)}; got "
-                         f"{list(features)}")
+    _check_features(features)
     fitted = [s for s in samples if s.label is not Label.EITHER]
     calls = [s for s in fitted if s.label is Label.CALL]
     stops = [s for s in fitted if s.label is Label.ABSTAIN]
     if not calls or not stops:
         raise InputError(f"fitting the abstention check needs samples of both kinds; got "
                          f"{len(calls)} in-scope successes and {len(stops)} out-of-scope")
-    columns = [FEATURES.index(f) for f in features]
-    x = _matrix(fitted)[:, columns]
-    y = np.array([1.0 if s.label is Label.CALL else 0.0 for s in fitted])
+    x, y = _columns(fitted, features)
     w, b = logistic(x, y)
-    weights = dict.fromkeys(FEATURES, 0.0) | {
-        f: round(float(v), 6) for f, v in zip(features, w, strict=True)}
-    options = AbstentionOptions(
-        judge_weight=weights["judge"], contrast_weight=weights["contrast"],
-        score_weight=weights["score"], margin_weight=weights["margin"],
-        values_weight=weights["values"],
-        lead_weight=weights["lead"], bias=round(b, 6), threshold=0.0,
-        is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
-        is_contrast_enabled=bool(weights["contrast"]))
-    kept = sorted(options.fit(s.features) for s in calls)
-    stopped = sorted(options.fit(s.features) for s in stops)
     total = num_in_scope if num_in_scope is not None else \
         sum(s.label is not Label.ABSTAIN for s in samples)
-    allowed = int(max_call_loss * total + 1e-9)
-    lowest_kept = kept[min(allowed, len(kept) - 1)]
-    below = [v for v in stopped if v < lowest_kept]
-    threshold = (lowest_kept + below[-1]) / 2 if below else lowest_kept - EMPTY_GAP
-    options = AbstentionOptions(**{**options.to_dict(), "threshold": round(threshold, 6)})
+    options = _thresholded(_weighed(features, w, b), calls, stops,
+                           allowed=int(max_call_loss * total + 1e-9))
     measured = {
         "features": list(features),
         "num_call": len(calls), "num_abstain": len(stops),
@@ -141,6 +136,44 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
         "dev_successes_stopped": sum(options.abstains(s.features) for s in calls),
     }
     return Fitted(options, measured)
+
+
+def _check_features(features: Sequence[str]) -> None:
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown or not features:
+        raise InputError(f"abstention features must be some of {list(FEATURES)}; got "
+                         f"{list(features)}")
+
+
+def _columns(samples: Sequence[Sample], features: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    columns = [FEATURES.index(f) for f in features]
+    x = _matrix(samples)[:, columns]
+    y = np.array([1.0 if s.label is Label.CALL else 0.0 for s in samples])
+    return x, y
+
+
+def _weighed(features: Sequence[str], w: np.ndarray, b: float) -> AbstentionOptions:
+    """The check with `features` weighed by `w` (the others 0), its threshold not set yet."""
+    weights = dict.fromkeys(FEATURES, 0.0) | {
+        f: round(float(v), 6) for f, v in zip(features, w, strict=True)}
+    return AbstentionOptions(
+        judge_weight=weights["judge"], contrast_weight=weights["contrast"],
+        score_weight=weights["score"], margin_weight=weights["margin"],
+        values_weight=weights["values"], lead_weight=weights["lead"], bias=round(float(b), 6),
+        threshold=0.0, is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
+        is_contrast_enabled=bool(weights["contrast"]))
+
+
+def _thresholded(options: AbstentionOptions, calls: Sequence[Sample],
+                 stops: Sequence[Sample], *, allowed: int) -> AbstentionOptions:
+    """`options` with the highest threshold that stops at most `allowed` of `calls`, placed
+    halfway to the next of `stops` below it."""
+    kept = sorted(options.fit(s.features) for s in calls)
+    stopped = sorted(options.fit(s.features) for s in stops)
+    lowest_kept = kept[min(allowed, len(kept) - 1)]
+    below = [v for v in stopped if v < lowest_kept]
+    threshold = (lowest_kept + below[-1]) / 2 if below else lowest_kept - EMPTY_GAP
+    return replace(options, threshold=round(threshold, 6))
 
 
 @dataclass(frozen=True)
@@ -164,17 +197,33 @@ def cross_validate(samples: Sequence[Sample], features: Sequence[str], *,
                    max_call_loss: float = 0.0, num_in_scope: int | None = None,
                    ) -> CrossValidated:
     """Each CALL and ABSTAIN sample judged by the check fitted on the others (where the
-    others hold no sample of its kind there is no check, and the sample is called)."""
+    others hold no sample of its kind there is no check, and the sample is called). Every
+    held-out fit is `fit_abstention` on the others, the fits descended together."""
+    _check_features(features)
+    fitted = [s for s in samples if s.label is not Label.EITHER]
+    if len({s.label for s in fitted}) < 2:
+        raise InputError("cross-validating the abstention check needs in-scope successes "
+                         "and out-of-scope samples")
+    held_out = [i for i, s in enumerate(fitted)
+                if sum(o.label is s.label for o in fitted) > 1]
+    x, y = _columns(fitted, features)
+    keep = np.ones((len(held_out), len(fitted)), dtype=bool)
+    keep[np.arange(len(held_out)), held_out] = False
+    w, b = logistic_folds(x, y, keep)
+    num_either = len(samples) - len(fitted)
     oos = calls = 0
-    for held in (s for s in samples if s.label is not Label.EITHER):
-        rest = [s for s in samples if s is not held]
-        if not any(s.label is held.label for s in rest):
-            continue
-        options = fit_abstention(rest, max_call_loss=max_call_loss, features=features,
-                                 num_in_scope=num_in_scope).options
-        if options.abstains(held.features):
-            oos += held.label is Label.ABSTAIN
-            calls += held.label is Label.CALL
+    for fold, i in enumerate(held_out):
+        rest = [s for j, s in enumerate(fitted) if j != i]
+        total = num_in_scope if num_in_scope is not None else \
+            num_either + sum(s.label is Label.CALL for s in rest)
+        options = _thresholded(
+            _weighed(features, w[fold], float(b[fold])),
+            [s for s in rest if s.label is Label.CALL],
+            [s for s in rest if s.label is Label.ABSTAIN],
+            allowed=int(max_call_loss * total + 1e-9))
+        if options.abstains(fitted[i].features):
+            oos += fitted[i].label is Label.ABSTAIN
+            calls += fitted[i].label is Label.CALL
     return CrossValidated(tuple(features), oos, calls)
 
 
