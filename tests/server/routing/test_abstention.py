@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pytest
 from doubles import LogitEngine
 from recovery_kit import evidence_source, house_tree
@@ -32,11 +33,15 @@ from stackroute.server.routing.plan import RoutingPlan, StepSource
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
 from stackroute.server.tools.abstention_fit import (
+    L2,
+    LEARNING_RATE,
+    STEPS,
     Label,
     Sample,
     choose_features,
     cross_validate,
     fit_abstention,
+    logistic_folds,
 )
 from stackroute.server.tools.evaluate import Query, run_query
 
@@ -313,3 +318,52 @@ def test_a_request_no_leaf_serves_has_a_smaller_lead_than_one_a_leaf_serves() ->
         return check.features(task, tree.node(best))[0].lead
 
     assert lead("return the scarf") > lead("what a lovely sunny morning")
+
+
+def test_leave_one_out_in_one_batch_matches_each_fold_fitted_alone() -> None:
+    rng = np.random.default_rng(7)
+    samples = [Sample(AbstentionFeatures(
+        judge=float(rng.normal(1.0 if label is Label.CALL else -0.5)), contrast=0.0,
+        score=float(rng.normal(0.45 if label is Label.CALL else 0.35, 0.08)),
+        margin=float(rng.uniform(0, 0.2)), values=0.0, lead=float(rng.uniform(0, 0.3))), label)
+        for label in [Label.CALL] * 14 + [Label.ABSTAIN] * 6 + [Label.EITHER] * 2]
+    features = ("judge", "score", "lead")
+    for loss, num_in_scope in ((0.0, None), (0.1, 16)):
+        oos = calls = 0
+        for held in (s for s in samples if s.label is not Label.EITHER):
+            rest = [s for s in samples if s is not held]
+            check = fit_abstention(rest, max_call_loss=loss, num_in_scope=num_in_scope,
+                                   features=features).options
+            oos += check.abstains(held.features) and held.label is Label.ABSTAIN
+            calls += check.abstains(held.features) and held.label is Label.CALL
+        batched = cross_validate(samples, features, max_call_loss=loss,
+                                 num_in_scope=num_in_scope)
+        assert (batched.out_of_scope_stopped, batched.successes_stopped) == (oos, calls)
+        assert oos > 0
+
+
+def _descend_alone(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """The fit written out for one set of samples: the reference for the batched one."""
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    z = (x - mean) / std
+    w, b = np.zeros(x.shape[1]), 0.0
+    weight = np.where(y == 1, 0.5 / y.sum(), 0.5 / (len(y) - y.sum()))
+    for _ in range(STEPS):
+        g = weight * (1.0 / (1.0 + np.exp(-(z @ w + b))) - y)
+        w = np.maximum(w - LEARNING_RATE * (z.T @ g + L2 * w / len(y)), 0.0)
+        b -= LEARNING_RATE * float(g.sum())
+    return w / std, b - float((w / std * mean).sum())
+
+
+def test_each_batched_fold_is_the_fit_on_its_samples_alone() -> None:
+    rng = np.random.default_rng(3)
+    y = np.array([1.0] * 9 + [0.0] * 5)
+    x = np.column_stack([rng.normal(y, 0.8), rng.normal(0.3 + 0.1 * y, 0.05),
+                         rng.uniform(0, 1, len(y))])
+    keep = np.ones((4, len(y)), dtype=bool)
+    keep[[0, 1, 2, 3], [0, 5, 9, 13]] = False
+    w, b = logistic_folds(x, y, keep)
+    for fold in range(4):
+        alone_w, alone_b = _descend_alone(x[keep[fold]], y[keep[fold]])
+        assert np.allclose(w[fold], alone_w) and np.isclose(b[fold], alone_b)
+    assert not np.allclose(w[0], w[1])  # the folds are fitted apart
