@@ -65,7 +65,7 @@ from stackroute.server.routing.abstention import (
     write_abstention,
 )
 from stackroute.server.routing.calibration import calibration_file, router_options
-from stackroute.server.routing.options import RouterOptions
+from stackroute.server.routing.options import ABSTENTION_MAX_CALL_LOSS, RouterOptions
 from stackroute.server.routing.router import build_machine, default_embedder, evidence_for_tree
 from stackroute.server.tools.abstention_fit import FEATURES, choose_features, fit_abstention
 from stackroute.server.tools.evaluate import Query, run_query, score
@@ -101,7 +101,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--default-on", action="store_true",
                    help="--fit: routers use the check without --abstain (set it only where "
                         "the test split says the check is worth it)")
-    p.add_argument("--max-call-loss", type=float, default=0.0,
+    p.add_argument("--max-call-loss", type=float, default=ABSTENTION_MAX_CALL_LOSS,
                    help="--fit: in-scope successes the check may stop on dev (fraction)")
     p.add_argument("--fit-features", default=AUTO,
                    help=f"--fit: the features the check weighs, comma-separated, from "

@@ -18,6 +18,7 @@ from stackroute.server.commands.common import (
     print_json,
 )
 from stackroute.server.commands.option_groups import EngineChoice, with_option_groups
+from stackroute.server.routing.options import ABSTENTION_MAX_CALL_LOSS
 
 QueriesOpt = Annotated[Path, typer.Option(
     "--queries", help="dev queries, one JSON object a line (FORMAT.md): each with the gold "
@@ -29,6 +30,13 @@ OutOpt = Annotated[Path | None, typer.Option(
     "--out", help="where to write the calibration (default: ./<model>.calibration.json, in "
     "the current directory)")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="the first N queries only")]
+AbstentionOpt = Annotated[bool, typer.Option(
+    "--abstention", help="also fit the abstention check (`--abstain`) on the queries: it "
+    "needs some that no leaf serves (gold []); written into the calibration, off until "
+    "--abstain or the `abstain` setting turns it on")]
+MaxCallLossOpt = Annotated[float, typer.Option(
+    "--max-call-loss", help="--abstention: the share of in-scope successes the check may "
+    "stop on the queries", min=0.0, max=1.0)]
 ThresholdsOnlyOpt = Annotated[bool, typer.Option(
     "--thresholds-only", help="recompute only the model-free thresholds (no model calls), "
     "keeping the weights of --out where it exists, else of the model's shipped calibration")]
@@ -38,6 +46,7 @@ ThresholdsOnlyOpt = Annotated[bool, typer.Option(
 def calibrate(
     queries: QueriesOpt, catalog: CatalogOpt = None,
     out: OutOpt = None, limit: LimitOpt = None, thresholds_only: ThresholdsOnlyOpt = False,
+    abstention: AbstentionOpt = False, max_call_loss: MaxCallLossOpt = ABSTENTION_MAX_CALL_LOSS,
     *, engine: EngineChoice, as_json: JsonOpt = False,
 ) -> None:
     """Measure the guided policy's weights and thresholds for a model on dev queries, and
@@ -60,6 +69,10 @@ def calibrate(
             raise InputError(f"{queries}: no queries; calibration needs dev queries with gold "
                              "paths (FORMAT.md)")
         check_gold_paths(tree, items, source=str(queries))
+        if abstention:
+            from stackroute.server.tools.abstention_calibration import require_out_of_scope
+
+            require_out_of_scope(items)
         require_embedder()
         made = engine.make()
         name = made.info.model
@@ -75,16 +88,34 @@ def calibrate(
         result.measured["source"] = {"catalog": str(catalog), "queries": str(queries),
                                      "limit": limit}
         result.write(path)
+        check = _fit_abstention(None if thresholds_only else made, evidence[dev.name], tree,
+                                items, max_call_loss, path) if abstention else None
     except StackrouteError as e:
         raise fail(e) from e
     summary = {"file": str(path), "model": name, "options": result.options.to_dict(),
                **{k: result.measured[k] for k in ("dev", "model_alone", "model_calibrated",
                                                   "evidence_alone", "chosen", "thresholds")
                   if k in result.measured}}
+    if check is not None:
+        summary["abstention"] = check
     if as_json:
         print_json(summary)
         return
     _print_summary(summary, thresholds_only=thresholds_only)
+
+
+def _fit_abstention(engine: Any, evidence: Any, tree: Any, items: Any, max_call_loss: float,
+                    path: Path) -> dict[str, Any]:
+    """Fit the abstention check on the dev queries and write it into `path`'s calibration."""
+    from stackroute.server.commands.progress import progress_bar
+    from stackroute.server.routing.abstention import write_abstention
+    from stackroute.server.tools.abstention_calibration import calibrate_abstention
+
+    with progress_bar("abstention", total=len(items)) as bar:
+        fitted = calibrate_abstention(engine, evidence, tree, items,
+                                      max_call_loss=max_call_loss, on_query=bar.advance)
+    write_abstention(path, fitted.fitted.options, fitted.measured())
+    return {"options": fitted.fitted.options.to_dict(), **fitted.measured()}
 
 
 def default_out(model: str) -> Path:
@@ -130,6 +161,13 @@ def _print_summary(summary: dict[str, Any], *, thresholds_only: bool) -> None:
     for key in keys:
         settings.add_row(key, str(options[key]))
     console.print(settings)
+    check = summary.get("abstention")
+    if check is not None:
+        console.print(
+            f"abstention check: {', '.join(check['features'])}; on the dev queries it stops "
+            f"{check['dev_out_of_scope_stopped']:.2f} of {check['num_abstain']} out of scope and "
+            f"{check['dev_successes_stopped']} of {check['num_call']} right first leaves "
+            "(off until --abstain)", highlight=False)
     file = escape(summary["file"])
     console.print(f"wrote [bold]{file}[/bold]; route with it: "
                   f"stackroute run CATALOG QUERY --calibration {file} "

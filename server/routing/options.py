@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from stackroute.runtime.prompt import PromptOrder
 
+ABSTENTION_MAX_CALL_LOSS = 0.02  # in-scope successes an abstention fit may stop on dev
+
+
 if TYPE_CHECKING:
     from stackroute.server.routing.abstention import AbstentionOptions
     from stackroute.server.routing.recovery import RecoveryOptions

@@ -233,9 +233,17 @@ def choose_features(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
                     ) -> tuple[tuple[str, ...], list[CrossValidated]]:
     """The feature subset leave-one-out on `samples` likes best (see the module docstring),
     and every subset's result, best first."""
-    subsets = candidates if candidates is not None else [
-        c for k in range(1, len(FEATURES) + 1) for c in combinations(FEATURES, k)]
     results = sorted((cross_validate(samples, c, max_call_loss=max_call_loss,
-                                     num_in_scope=num_in_scope) for c in subsets),
+                                     num_in_scope=num_in_scope)
+                      for c in (candidates if candidates is not None else subsets())),
                      key=lambda r: (-r.net, r.asks_model, len(r.features), r.features))
     return results[0].features, results
+
+
+def subsets(names: Sequence[str] = FEATURES) -> list[tuple[str, ...]]:
+    """Every non-empty subset of `names`, the smaller first.
+
+    >>> subsets(("score", "lead"))
+    [('score',), ('lead',), ('score', 'lead')]
+    """
+    return [c for k in range(1, len(names) + 1) for c in combinations(names, k)]

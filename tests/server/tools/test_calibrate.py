@@ -274,3 +274,52 @@ def test_calibrate_writes_a_file_that_routing_accepts(
     assert options.policy is Policy.GUIDED
     assert options.recovery == read_calibration(path)
     assert options.calibration == path.name
+
+
+ABSTENTION_QUERIES = [
+    *({"id": f"in{n}", "query": text, "gold": [gold]} for n, (text, gold) in enumerate([
+        ("Pay my water bill", "billing/pay_water"),
+        ("Settle the electricity bill for this month", "billing/pay_power"),
+        ("Pay the power company", "billing/pay_power"),
+        ("What is the weather forecast for Rome?", "weather/forecast"),
+        ("Forecast for Berlin this weekend", "weather/forecast"),
+        ("Are there flood alerts for the river region?", "weather/alerts"),
+        ("Any storm alerts near the coast?", "weather/alerts")])),
+    *({"id": f"out{n}", "query": text, "gold": []} for n, text in enumerate([
+        "Write a poem about cats", "Who won the football match yesterday?",
+        "Translate hello into Japanese", "Book a table for two at an Italian restaurant",
+        "How many legs does a spider have?", "Recommend a good science fiction novel"])),
+]
+
+
+@pytest.mark.model
+def test_calibrate_fits_the_abstention_check_that_abstain_then_uses(
+        embedded_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path, ABSTENTION_QUERIES)
+    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl",
+                                 "--catalog", "home.catalog.json", "--abstention",
+                                 "--model", str(embedded_model_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    check = out["abstention"]
+    print(f"\nabstention fit: {check['features']}, {check['options']}")
+    assert check["num_abstain"] == 6 and check["num_call"] >= 5
+    assert check["dev_successes_stopped"] == 0  # 2% of 7 allows none
+    assert check["dev_out_of_scope_stopped"] > 0.5 and check["probe_model_calls"] > 0
+    path = Path(out["file"])
+    assert router_options(out["model"], calibration=path).abstention is None  # opt-in
+    fitted = router_options(out["model"], calibration=path, abstain=True).abstention
+    assert fitted is not None and fitted.to_dict() == check["options"]
+
+
+def test_calibrate_says_what_the_abstention_fit_lacks_before_measuring_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path, TINY_QUERIES)  # one query no leaf serves
+    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl", "--catalog",
+                                 "home.catalog.json", "--abstention", "--thresholds-only"])
+    assert result.exit_code == 2, result.output
+    assert "fitting the abstention check needs at least 5 dev queries no leaf serves " \
+        "(gold []); the queries hold 1" in words(result.output)
+    assert not list(tmp_path.glob("*.calibration.json"))

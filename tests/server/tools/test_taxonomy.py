@@ -216,7 +216,8 @@ def test_real_embedder_flags_seal_tools_style_overlaps(real_embedder: CachedEmbe
 
 
 @pytest.mark.parametrize("module", ["words", "taxonomy", "tree_checks", "router_naming",
-                                    "clustering", "abstention_fit"])
+                                    "clustering", "abstention_fit",
+                                    "abstention_calibration"])
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"stackroute.server.tools.{module}"))
     assert result.attempted > 0 and result.failed == 0
