@@ -46,6 +46,7 @@ STEPS = 4000
 LEARNING_RATE = 0.2
 EMPTY_GAP = 0.5  # below the lowest kept success when no out-of-scope sample is under it
 MODEL_FEATURES = ("judge", "contrast")  # the features that cost a model call
+MAX_BATCH_CELLS = 4_000_000  # leave-one-out folds x samples x features descended at once
 
 
 class Label(StrEnum):
@@ -209,7 +210,11 @@ def cross_validate(samples: Sequence[Sample], features: Sequence[str], *,
     x, y = _columns(fitted, features)
     keep = np.ones((len(held_out), len(fitted)), dtype=bool)
     keep[np.arange(len(held_out)), held_out] = False
-    w, b = logistic_folds(x, y, keep)
+    chunk = max(1, MAX_BATCH_CELLS // x.size)  # folds a batch holds: memory stays bounded
+    fits = [logistic_folds(x, y, keep[start:start + chunk])
+            for start in range(0, len(held_out), chunk)]
+    w = np.concatenate([f[0] for f in fits])
+    b = np.concatenate([f[1] for f in fits])
     num_either = len(samples) - len(fitted)
     oos = calls = 0
     for fold, i in enumerate(held_out):

@@ -32,6 +32,7 @@ from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource
 from stackroute.server.routing.recovery import RecoveryOptions
 from stackroute.server.routing.router import build_machine
+from stackroute.server.tools import abstention_fit
 from stackroute.server.tools.abstention_fit import (
     L2,
     LEARNING_RATE,
@@ -320,7 +321,8 @@ def test_a_request_no_leaf_serves_has_a_smaller_lead_than_one_a_leaf_serves() ->
     assert lead("return the scarf") > lead("what a lovely sunny morning")
 
 
-def test_leave_one_out_in_one_batch_matches_each_fold_fitted_alone() -> None:
+def test_leave_one_out_in_one_batch_matches_each_fold_fitted_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(7)
     samples = [Sample(AbstentionFeatures(
         judge=float(rng.normal(1.0 if label is Label.CALL else -0.5)), contrast=0.0,
@@ -340,6 +342,10 @@ def test_leave_one_out_in_one_batch_matches_each_fold_fitted_alone() -> None:
                                  num_in_scope=num_in_scope)
         assert (batched.out_of_scope_stopped, batched.successes_stopped) == (oos, calls)
         assert oos > 0
+        with monkeypatch.context() as small:  # folds in batches of 2: the same answer
+            small.setattr(abstention_fit, "MAX_BATCH_CELLS", 2 * 20 * len(features))
+            assert cross_validate(samples, features, max_call_loss=loss,
+                                  num_in_scope=num_in_scope) == batched
 
 
 def _descend_alone(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
