@@ -67,6 +67,7 @@ from stackroute.server.routing.abstention import (
 from stackroute.server.routing.calibration import calibration_file, router_options
 from stackroute.server.routing.options import ABSTENTION_MAX_CALL_LOSS, RouterOptions
 from stackroute.server.routing.router import build_machine, default_embedder, evidence_for_tree
+from stackroute.server.tools.abstention_calibration import evidence_leaf_sample
 from stackroute.server.tools.abstention_fit import FEATURES, choose_features, fit_abstention
 from stackroute.server.tools.evaluate import Query, run_query, score
 
@@ -178,10 +179,9 @@ class KnownTexts:
 
 def judge_evidence_leaf(check: AbstentionCheck, tree: Any, query: Query) -> dict[str, Any]:
     """The probe's record where the first leaf is the evidence's best (no routing call)."""
-    best, _ = check.evidence.for_request(query.query).best()
-    x, usage = check.features(query.query, tree.node(best))
-    return {"leaf": best, "fit": check.options.fit(x), "abstain": True,
-            "features": x.to_dict(), "model_calls": usage.model_calls}
+    best, sample, usage = evidence_leaf_sample(check, tree, query)
+    return {"leaf": best, "fit": check.options.fit(sample.features), "abstain": True,
+            "features": sample.features.to_dict(), "model_calls": usage.model_calls}
 
 
 def run_group(engine: Any, embedder: Any, group: GroupSplit, rows: dict[str, RouterOptions],

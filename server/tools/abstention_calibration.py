@@ -94,11 +94,12 @@ def calibrate_abstention(engine: Engine | None, evidence: EvidenceSource,
     samples: list[Sample] = []
     calls = 0
     for query in queries:
-        if len(query.gold) > 1:
-            continue  # a multi-call request: its first leaf is right or not, the rest unjudged
-        _, sample, usage = evidence_leaf_sample(check, tree, query)
-        samples.append(sample)
-        calls += usage.model_calls
+        # The check judges a run's first leaf; which gold leaf of a multi-call request comes
+        # first is not fixed, so those requests are not samples.
+        if len(query.gold) <= 1:
+            _, sample, usage = evidence_leaf_sample(check, tree, query)
+            samples.append(sample)
+            calls += usage.model_calls
         if on_query is not None:
             on_query()
     num_out = sum(s.label is Label.ABSTAIN for s in samples)

@@ -207,6 +207,8 @@ def cross_validate(samples: Sequence[Sample], features: Sequence[str], *,
                          "and out-of-scope samples")
     held_out = [i for i, s in enumerate(fitted)
                 if sum(o.label is s.label for o in fitted) > 1]
+    if not held_out:
+        return CrossValidated(tuple(features), 0, 0)
     x, y = _columns(fitted, features)
     keep = np.ones((len(held_out), len(fitted)), dtype=bool)
     keep[np.arange(len(held_out)), held_out] = False

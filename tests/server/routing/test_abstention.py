@@ -37,6 +37,7 @@ from stackroute.server.tools.abstention_fit import (
     L2,
     LEARNING_RATE,
     STEPS,
+    CrossValidated,
     Label,
     Sample,
     choose_features,
@@ -373,3 +374,16 @@ def test_each_batched_fold_is_the_fit_on_its_samples_alone() -> None:
         alone_w, alone_b = _descend_alone(x[keep[fold]], y[keep[fold]])
         assert np.allclose(w[fold], alone_w) and np.isclose(b[fold], alone_b)
     assert not np.allclose(w[0], w[1])  # the folds are fitted apart
+
+
+def test_leave_one_out_skips_a_sample_alone_of_its_kind() -> None:
+    def sample(score: float, label: Label) -> Sample:
+        return Sample(AbstentionFeatures(judge=0.0, contrast=0.0, score=score, margin=0.1,
+                                         values=0.0, lead=score), label)
+
+    pair = [sample(0.6, Label.CALL), sample(0.2, Label.ABSTAIN)]
+    assert cross_validate(pair, ("score",)) == CrossValidated(("score",), 0, 0)
+    one_call = [sample(0.6, Label.CALL), sample(0.2, Label.ABSTAIN), sample(0.25, Label.ABSTAIN)]
+    assert cross_validate(one_call, ("score",)).out_of_scope_stopped == 2
+    with pytest.raises(InputError, match="needs in-scope successes and out-of-scope"):
+        cross_validate([sample(0.6, Label.CALL)] * 3, ("score",))
