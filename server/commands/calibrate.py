@@ -92,10 +92,11 @@ def calibrate(
                                 items, max_call_loss, path) if abstention else None
     except StackrouteError as e:
         raise fail(e) from e
-    summary = {"file": str(path), "model": name, "options": result.options.to_dict(),
-               **{k: result.measured[k] for k in ("dev", "model_alone", "model_calibrated",
-                                                  "evidence_alone", "chosen", "thresholds")
-                  if k in result.measured}}
+    summary: dict[str, Any] = {
+        "file": str(path), "model": name, "options": result.options.to_dict(),
+        **{k: result.measured[k] for k in ("dev", "model_alone", "model_calibrated",
+                                           "evidence_alone", "chosen", "thresholds")
+           if k in result.measured}}
     if check is not None:
         summary["abstention"] = check
     if as_json:
