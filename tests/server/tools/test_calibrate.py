@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -256,16 +257,23 @@ def test_calibrate_names_the_query_whose_gold_path_is_not_in_the_catalog(
     assert not list(tmp_path.glob("*.calibration.json"))
 
 
+def calibrated(directory: Path, model_dir: Path, queries: list[dict[str, object]],
+               *args: str) -> dict[str, Any]:
+    """`stackroute calibrate --json` on `queries` over the tiny catalog, run in `directory`."""
+    write_inputs(directory, queries)
+    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl", "--catalog",
+                                 "home.catalog.json", "--model", str(model_dir), "--json",
+                                 *args])
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return out
+
+
 @pytest.mark.model
 def test_calibrate_writes_a_file_that_routing_accepts(
         embedded_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    write_inputs(tmp_path, TINY_QUERIES)
-    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl",
-                                 "--catalog", "home.catalog.json", "--limit", "3",
-                                 "--model", str(embedded_model_dir), "--json"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = calibrated(tmp_path, embedded_model_dir, TINY_QUERIES, "--limit", "3")
     path = Path(out["file"])
     assert path.parent == Path(".") and path.name.endswith(".calibration.json")
     assert out["dev"] == {"home": 3}
@@ -296,12 +304,7 @@ ABSTENTION_QUERIES = [
 def test_calibrate_fits_the_abstention_check_that_abstain_then_uses(
         embedded_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    write_inputs(tmp_path, ABSTENTION_QUERIES)
-    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl",
-                                 "--catalog", "home.catalog.json", "--abstention",
-                                 "--model", str(embedded_model_dir), "--json"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = calibrated(tmp_path, embedded_model_dir, ABSTENTION_QUERIES, "--abstention")
     check = out["abstention"]
     print(f"\nabstention fit: {check['features']}, {check['options']}")
     assert check["num_abstain"] == 6 and check["num_call"] >= 5
