@@ -41,10 +41,10 @@ def test_the_qwen_tier_ships_its_own_calibration_fitted_on_dev() -> None:
 
 
 def test_the_qwen_tier_abstains_only_when_asked() -> None:
-    """Its fitted out-of-scope check (bench/results/2026-12-05-cpu-out-of-scope-broad)
+    """Its fitted out-of-scope check (bench/results/2026-12-05-cpu-out-of-scope-lead)
     missed the target on test, so it ships opt-in: `--abstain` turns it on. Its fit weighs the
-    model's own yes/no (the 1.5B's answer carries signal), not the content-free contrast."""
+    model's own answers (the 1.5B's contrast carries signal) beside the evidence's lead."""
     assert router_options(MODEL).abstention is None
     check = router_options(MODEL, abstain=True).abstention
-    assert check is not None and check.is_judge_enabled and check.judge_weight > 0
-    assert not check.is_contrast_enabled
+    assert check is not None and check.is_judge_enabled and check.is_contrast_enabled
+    assert check.contrast_weight > 0 and check.lead_weight > 0
