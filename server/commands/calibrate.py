@@ -4,7 +4,7 @@ model on the operator's own dev queries (server/tools/calibrate.py does the meas
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -19,6 +19,14 @@ from stackroute.server.commands.common import (
 )
 from stackroute.server.commands.option_groups import EngineChoice, with_option_groups
 from stackroute.server.routing.options import ABSTENTION_MAX_CALL_LOSS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from stackroute.runtime.tree import CapabilityTree
+    from stackroute.server.embeddings.leaf_index import EvidenceSource
+    from stackroute.server.engines.base import Engine
+    from stackroute.server.tools.evaluate import Query
 
 QueriesOpt = Annotated[Path, typer.Option(
     "--queries", help="dev queries, one JSON object a line (FORMAT.md): each with the gold "
@@ -105,8 +113,8 @@ def calibrate(
     _print_summary(summary, thresholds_only=thresholds_only)
 
 
-def _fit_abstention(engine: Any, evidence: Any, tree: Any, items: Any, max_call_loss: float,
-                    path: Path) -> dict[str, Any]:
+def _fit_abstention(engine: Engine | None, evidence: EvidenceSource, tree: CapabilityTree,
+                    items: Sequence[Query], max_call_loss: float, path: Path) -> dict[str, Any]:
     """Fit the abstention check on the dev queries and write it into `path`'s calibration."""
     from stackroute.server.commands.progress import progress_bar
     from stackroute.server.routing.abstention import write_abstention
