@@ -1,10 +1,11 @@
 """What the abstention check costs where a tool does serve the request, suite by suite, and
-what it stops where none does: for a check that asks the model nothing (the embedded
-default's: evidence score, margin and the request's values), so every request of every suite
-can be read, not a sample.
+what it stops where none does: every request of every suite, not a sample. A check that asks
+the model nothing (the embedded default's: evidence margin, lead and the request's values)
+reads them in seconds; one that asks the model (the 1.5B tier's) needs `--model`, and costs
+its model calls per request.
 
-    stackroute bench abstention-cost [--calibration FILE] [--seal N] [--limit N] [--out DIR]
-        [--smoke]
+    stackroute bench abstention-cost [--calibration FILE] [--model M] [--seal N] [--limit N]
+        [--out DIR] [--smoke]
 
 For each request of each suite (`policy.py`'s: semantic-overlap 16/32/64, noisy-two-step-32,
 clean-semantic-32, Seal-Tools `test` and `test-ood` single-tool; and scale-up-32 and the bank
@@ -14,8 +15,7 @@ leaf), and the calibration's check judges it. Per suite:
 - in scope: requests whose first leaf is their gold leaf, and how many of those the check
   stops (successes it costs);
 - out of scope (the generated suites' own items): how many the check stops.
-No model is loaded; a check that weighs the model's answers is refused (run `bench
-out-of-scope` for it).
+Without `--model` no model is loaded, and a check that weighs the model's answers is refused.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from stackroute.bench.workloads.datasets import generated_dataset
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptStyle
+from stackroute.server.engines.base import Engine
 from stackroute.server.engines.model_store import DEFAULT_GGUF_FILENAME
 from stackroute.server.routing.abstention import (
     AbstentionCheck,
@@ -65,13 +66,14 @@ class SuiteCost:
 
 
 def judge_suite(dataset: Dataset, check_options: AbstentionOptions,
-                embedder: Any) -> SuiteCost:
-    """The check on every single-leaf request of `dataset`, at the evidence's first leaf."""
-    if check_options.is_judge_enabled:
-        raise InputError("this check asks the model (is_judge_enabled); this bench reads "
-                         "model-free checks: use `stackroute bench out-of-scope`")
+                embedder: Any, engine: Engine | None = None) -> SuiteCost:
+    """The check on every single-leaf request of `dataset`, at the evidence's first leaf;
+    `engine` answers a check that asks the model (None: only a model-free check is read)."""
+    if check_options.is_judge_enabled and engine is None:
+        raise InputError("this check asks the model (is_judge_enabled): name its model with "
+                         "--model")
     evidence = evidence_for_tree(dataset.tree, embedder)
-    check = AbstentionCheck(None, check_options, evidence)  # asks no model: needs none
+    check = AbstentionCheck(engine, check_options, evidence)
     right = stopped = oos = oos_stopped = in_scope = 0
     examples: list[str] = []
     for query in dataset.queries:
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
                         help="the calibration file whose abstention check is judged "
                              "(default: the embedded model's)")
+    parser.add_argument("--model", default=None,
+                        help="the model that answers a check that asks it (the calibration's "
+                             "model); none: only a model-free check is read")
     parser.add_argument("--limit", type=int, default=200, help="requests per generated suite")
     parser.add_argument("--seal", type=int, default=1000,
                         help="Seal-Tools single-tool requests per split (all: 1000)")
@@ -120,12 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     if calibrated is None:
         parser.error(f"{args.calibration} has no abstention check")
     options = calibrated.options
+    engine = None
+    if args.model is not None:
+        from stackroute.server.engines.registry import create_engine
+
+        engine = create_engine("transformers", model=args.model)
     embedder = default_embedder()
     costs = []
     for dataset in datasets(limit=4 if args.smoke else args.limit, seal=args.seal,
                             smoke=args.smoke):
         try:
-            cost = judge_suite(dataset, options, embedder)
+            cost = judge_suite(dataset, options, embedder, engine)
         except InputError as e:
             parser.error(f"{args.calibration}: {e}")
         log.info("%s: %d of %d right first leaves stopped, %d of %d out of scope stopped",

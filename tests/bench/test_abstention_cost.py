@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from doubles import WordEmbedder
+from doubles import LogitEngine, WordEmbedder
 from stackroute.bench.experiments.abstention_cost import judge_suite
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
@@ -37,6 +37,15 @@ def test_every_right_first_leaf_and_out_of_scope_request_is_counted() -> None:
     assert judge_suite(dataset(), call_all, WordEmbedder()).successes_stopped == 0
 
 
-def test_a_check_that_asks_the_model_is_refused() -> None:
-    with pytest.raises(InputError, match="asks the model"):
-        judge_suite(dataset(), AbstentionOptions(judge_weight=1.0), WordEmbedder())
+def test_a_check_that_asks_the_model_needs_one_and_asks_it_once_per_request() -> None:
+    asking = AbstentionOptions(judge_weight=1.0, threshold=0.0, is_contrast_enabled=False)
+    with pytest.raises(InputError, match=r"asks the model .* --model"):
+        judge_suite(dataset(), asking, WordEmbedder())
+    engine = LogitEngine({"yes": 2.0, "no": 0.0})  # says yes to everything: nothing stopped
+    cost = judge_suite(dataset(), asking, WordEmbedder(), engine)
+    assert (cost.first_leaf_right, cost.successes_stopped, cost.out_of_scope_stopped) == \
+        (2, 0, 0)
+    assert len(engine.calls) == 3
+    says_no = LogitEngine({"yes": 0.0, "no": 2.0})
+    stopped = judge_suite(dataset(), asking, WordEmbedder(), says_no)
+    assert (stopped.successes_stopped, stopped.out_of_scope_stopped) == (2, 1)
