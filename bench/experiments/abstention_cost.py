@@ -42,6 +42,8 @@ from stackroute.server.routing.abstention import (
 )
 from stackroute.server.routing.calibration import calibration_file
 from stackroute.server.routing.router import default_embedder, evidence_for_tree
+from stackroute.server.tools.abstention_calibration import evidence_leaf_sample
+from stackroute.server.tools.abstention_fit import Label
 from stackroute.server.tools.calibration_records import Dataset
 from stackroute.server.tools.evaluate import read_queries
 
@@ -79,15 +81,14 @@ def judge_suite(dataset: Dataset, check_options: AbstentionOptions,
     for query in dataset.queries:
         if len(query.gold) > 1:
             continue
-        best, _ = evidence.for_request(query.query).best()
-        x, _ = check.features(query.query, dataset.tree.node(best))
-        stops = check_options.abstains(x)
-        if not query.gold:
+        _, sample, _ = evidence_leaf_sample(check, dataset.tree, query)
+        stops = check_options.abstains(sample.features)
+        if sample.label is Label.ABSTAIN:
             oos += 1
             oos_stopped += stops
             continue
         in_scope += 1
-        if best == query.gold[0]:
+        if sample.label is Label.CALL:
             right += 1
             if stops:
                 stopped += 1
