@@ -10,6 +10,7 @@ from typing import Any
 
 from stackroute.bench.workloads.out_of_scope import OUT_OF_SCOPE_TAG
 from stackroute.server.routing.abstention import AbstentionFeatures, AbstentionOptions
+from stackroute.server.tools.abstention_calibration import label
 from stackroute.server.tools.abstention_fit import Label, Sample
 
 ROWS = ("router", "router+abstain")
@@ -54,14 +55,8 @@ def samples(records: Sequence[dict[str, Any]]) -> list[Sample]:
     for r in records:
         if r["row"] != PROBE or r["verdict"] is None:
             continue
-        features = AbstentionFeatures.from_dict(r["verdict"]["features"])
-        if OUT_OF_SCOPE_TAG in r["tags"]:
-            label = Label.ABSTAIN
-        elif r["gold"] and r["verdict"]["leaf"] == r["gold"][0]:
-            label = Label.CALL
-        else:
-            label = Label.EITHER
-        out.append(Sample(features, label))
+        out.append(Sample(AbstentionFeatures.from_dict(r["verdict"]["features"]),
+                          label(r["verdict"]["leaf"], r["gold"])))
     return out
 
 

@@ -123,10 +123,8 @@ def fit_abstention(samples: Sequence[Sample], *, max_call_loss: float = 0.0,
                          f"{len(calls)} in-scope successes and {len(stops)} out-of-scope")
     x, y = _columns(fitted, features)
     w, b = logistic(x, y)
-    total = num_in_scope if num_in_scope is not None else \
-        sum(s.label is not Label.ABSTAIN for s in samples)
-    options = _thresholded(_weighed(features, w, b), calls, stops,
-                           allowed=int(max_call_loss * total + 1e-9))
+    options = _thresholded(_weighed(features, w, b), calls, stops, allowed=_allowed(
+        max_call_loss, num_in_scope, sum(s.label is not Label.ABSTAIN for s in samples)))
     measured = {
         "features": list(features),
         "num_call": len(calls), "num_abstain": len(stops),
@@ -163,6 +161,14 @@ def _weighed(features: Sequence[str], w: np.ndarray, b: float) -> AbstentionOpti
         values_weight=weights["values"], lead_weight=weights["lead"], bias=round(float(b), 6),
         threshold=0.0, is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
         is_contrast_enabled=bool(weights["contrast"]))
+
+
+def _allowed(max_call_loss: float, num_in_scope: int | None, num_in_scope_samples: int) -> int:
+    """How many in-scope successes a threshold may stop: `max_call_loss` of the in-scope
+    requests (`num_in_scope`; None: the in-scope samples, requests answered with no call have
+    none)."""
+    total = num_in_scope if num_in_scope is not None else num_in_scope_samples
+    return int(max_call_loss * total + 1e-9)
 
 
 def _thresholded(options: AbstentionOptions, calls: Sequence[Sample],
@@ -221,13 +227,12 @@ def cross_validate(samples: Sequence[Sample], features: Sequence[str], *,
     oos = calls = 0
     for fold, i in enumerate(held_out):
         rest = [s for j, s in enumerate(fitted) if j != i]
-        total = num_in_scope if num_in_scope is not None else \
-            num_either + sum(s.label is Label.CALL for s in rest)
         options = _thresholded(
             _weighed(features, w[fold], float(b[fold])),
             [s for s in rest if s.label is Label.CALL],
             [s for s in rest if s.label is Label.ABSTAIN],
-            allowed=int(max_call_loss * total + 1e-9))
+            allowed=_allowed(max_call_loss, num_in_scope,
+                             num_either + sum(s.label is Label.CALL for s in rest)))
         if options.abstains(fitted[i].features):
             oos += fitted[i].label is Label.ABSTAIN
             calls += fitted[i].label is Label.CALL
