@@ -95,8 +95,15 @@ def argument_values_of(file: CalibrationFile) -> ArgumentValues | None:
 
 def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
                       measured: dict[str, Any]) -> None:
+    """Write the routing options of `model`'s calibration at `path`. The file's other
+    sections (`arguments`, `abstention`), fitted earlier for the same model, stay; a file
+    for another model is replaced whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"model": model, "options": options.to_dict(), "measured": measured}
+    body: dict[str, Any] = {"model": model, "options": options.to_dict(), "measured": measured}
+    if path.is_file():
+        earlier = CalibrationFile.read(path)
+        if earlier.section("model") == model:
+            body |= {k: v for k, v in earlier.sections.items() if k not in body}
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -47,3 +47,24 @@ def test_a_file_that_is_not_a_json_object_is_named_in_the_error(
     with pytest.raises(InputError, match=r"bad\.json") as e:
         router_options("m", calibration=path)
     assert expected in str(e.value)
+
+
+def test_recalibrating_routing_keeps_the_files_other_sections(tmp_path: Path) -> None:
+    """`calibrate` without `--abstention` rewrites the routing options of the file it writes;
+    a check or argument-values choice fitted earlier into the same file for the same model
+    stays (it was silently dropped before), one fitted for another model does not."""
+    from stackroute.server.routing.calibration import write_calibration
+    from stackroute.server.routing.recovery import RecoveryOptions
+
+    path = tmp_path / "m.json"
+    check = {"options": {"score_weight": 1.0, "threshold": 0.2}, "is_default": False}
+    path.write_text(json.dumps({"model": "m", "options": {}, "measured": {"old": 1},
+                                "arguments": {"values": "priors"}, "abstention": check}),
+                    encoding="utf-8")
+    write_calibration(path, model="m", options=RecoveryOptions(evidence_weight=0.4),
+                      measured={"new": 2})
+    body = json.loads(path.read_text(encoding="utf-8"))
+    assert body["options"]["evidence_weight"] == 0.4 and body["measured"] == {"new": 2}
+    assert body["abstention"] == check and body["arguments"] == {"values": "priors"}
+    write_calibration(path, model="other", options=RecoveryOptions(), measured={})
+    assert set(json.loads(path.read_text(encoding="utf-8"))) == {"model", "options", "measured"}
