@@ -327,6 +327,8 @@ def session_view(session_id: str, state: Any, *,
         out["declined"] = {"path": stop.leaf, "fit": stop.fit, "threshold": stop.threshold}
         out["message"] = (f"no call: no tool does what the request asks (the closest, "
                           f"{stop.leaf}, was judged not to fit it)")
+    elif state.status is RunStatus.DONE and not state.calls:
+        out["message"] = "no call: routing found no tool for the request"
     if state.error:
         out["error"] = state.error
     return out

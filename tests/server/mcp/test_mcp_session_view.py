@@ -106,3 +106,20 @@ def test_a_request_the_check_declined_says_which_tool_did_not_fit() -> None:
     assert view["declined"] == {"path": "send_money", "fit": -3.5, "threshold": -1.25}
     assert "send_money" in view["message"] and "no call" in view["message"]
     assert "declined" not in paused_view(())
+
+
+class DoneRouter:
+    """Finds nothing to call: DONE at the root, no check involved."""
+
+    def route(self, request: RoutingRequest) -> Decision:
+        return Decision(choice="DONE")
+
+
+def test_a_request_routed_to_no_tool_says_so() -> None:
+    """A run that ends with no call and no check's stop still tells the agent why its answer
+    is empty: the router found no tool for the request."""
+    machine = StackMachine(TREE, DoneRouter())
+    state = machine.run(machine.start("what a lovely day", run_id="r"))
+    view = session_view("r", state)
+    assert view["status"] == "done" and view["calls"] == [] and "declined" not in view
+    assert view["message"] == "no call: routing found no tool for the request"
