@@ -76,7 +76,7 @@ def calibrate(engine: Engine, evidence: Mapping[str, EvidenceSource],
         records += collect(engine, evidence[dev.name], dev, on_query=on_query)
     collect_s = time.perf_counter() - started
     rows = sweep(records, base=base)
-    best = max(rows, key=lambda r: (r["path_accuracy_mean"], -r["evidence_weight"]))
+    best = chosen_row(rows)
     model_alone = _row(rows, weight=0.0, strength=0.0)
     model_contrast = _row(rows, weight=0.0, strength=1.0)
     measured = {
@@ -131,6 +131,15 @@ def sweep(records: Sequence[MenuRecord], *, base: RecoveryOptions | None = None,
         rows.append({**row, "by_dataset": per, "path_accuracy_mean": round(statistics.mean(
             v["path_accuracy"] for v in per.values()), 4) if per else 0.0})
     return rows
+
+
+def chosen_row(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The sweep row routers get: the best mean path accuracy; among rows that tie, one
+    without contrast (it asks the model a content-free question on every new menu, a model
+    call a request that bought no accuracy here), then the weakest prior (the model keeps
+    the most say)."""
+    return max(rows, key=lambda r: (r["path_accuracy_mean"], r["contrast_strength"] == 0,
+                                    -r["evidence_weight"]))
 
 
 def setting_options(base: RecoveryOptions, row: Mapping[str, Any]) -> RecoveryOptions:

@@ -25,6 +25,7 @@ from stackroute.server.tools.calibrate import (
     backtrack_gap,
     best_done_gap,
     calibrate,
+    chosen_row,
     measure_thresholds,
     separating_threshold,
     sweep,
@@ -74,7 +75,7 @@ def test_sweep_chooses_the_weakest_prior_that_fixes_the_model() -> None:
     b = root_record("b", "transfers", {"billing": -3.5, "weather": -4.0, "transfers": -0.5,
                                        "DONE": -4.0}, [0.5, 0.5, 0.4, 0.4, 0.4, 0.1])
     rows = sweep([a, b])
-    best = max(rows, key=lambda r: (r["path_accuracy_mean"], -r["evidence_weight"]))
+    best = chosen_row(rows)
     assert {k: best[k] for k in ("evidence_weight", "evidence_aggregate",
                                  "evidence_temperature", "contrast_strength")} == {
         "evidence_weight": 0.1, "evidence_aggregate": "softmax", "evidence_temperature": 0.02,
@@ -94,8 +95,20 @@ def test_sweep_chooses_the_weakest_prior_that_fixes_the_model() -> None:
 def test_sweep_keeps_no_prior_when_the_model_is_right() -> None:
     right = root_record("a", "weather", {"billing": -2.0, "weather": -0.1, "transfers": -3.0,
                                          "DONE": -3.0}, [0.2, 0.2, 0.2, 0.2, 0.2, 0.6])
-    best = max(sweep([right]), key=lambda r: (r["path_accuracy_mean"], -r["evidence_weight"]))
+    best = chosen_row(sweep([right]))
     assert (best["evidence_weight"], best["contrast_strength"]) == (0.0, 0.0)
+
+
+def test_a_tie_goes_to_the_row_that_asks_no_content_free_question() -> None:
+    """Rows equally right: contrast off beats a weaker prior with contrast (each new menu's
+    content-free call costs a model call a request); among those, the weakest prior."""
+    rows = [{"path_accuracy_mean": 0.9, "evidence_weight": 0.75, "contrast_strength": 0.5},
+            {"path_accuracy_mean": 0.9, "evidence_weight": 1.5, "contrast_strength": 0.0},
+            {"path_accuracy_mean": 0.9, "evidence_weight": 1.0, "contrast_strength": 0.0},
+            {"path_accuracy_mean": 0.8, "evidence_weight": 0.1, "contrast_strength": 0.0}]
+    assert chosen_row(rows) is rows[2]
+    assert chosen_row([*rows, {"path_accuracy_mean": 0.95, "evidence_weight": 0.5,
+                               "contrast_strength": 1.0}])["path_accuracy_mean"] == 0.95
 
 
 # -- thresholds ---------------------------------------------------------------------------------
