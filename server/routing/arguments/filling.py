@@ -41,6 +41,7 @@ from stackroute.server.routing.arguments.candidates import (
     topic_words,
 )
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
+from stackroute.server.routing.arguments.spans import names_a_place
 from stackroute.server.routing.options import ArgumentValues, MissingValues
 
 NONE_OPTION = "NONE"
@@ -325,7 +326,8 @@ def _schema_of(prop: Any) -> Mapping[str, Any]:
 def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], request: str,
                used: set[str]) -> bool:
     """Whether the request gives an optional property a value: it names the property (a
-    word of its name), or holds a value only this kind of property takes."""
+    word of its name), or holds a value only this kind of property takes (a name after "in",
+    "from" or "at" for a place)."""
     if "enum" in prop:
         return enum_matched(found)
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
@@ -333,6 +335,8 @@ def _supported(name: str, prop: Mapping[str, Any], found: list[Candidate], reque
     lowered = request.lower()
     words = [w for w in property_words(name, prop) if len(w) >= 3]
     if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
+        return True
+    if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
         return any(c.prior >= 2.0 for c in found)

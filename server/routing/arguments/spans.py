@@ -202,6 +202,22 @@ def _counts(tokens: list[tuple[str, int]], i: int, request: str) -> bool:
         r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]])
 
 
+def names_a_place(words: list[str], candidate: Candidate, request: str) -> bool:
+    """Whether `candidate` is a name right after a place preposition ("from Italy", "at the
+    Staples Center") and the property (its `words`) holds a place: a value of its kind.
+
+    >>> c = Candidate("Italy", "Italy", "span", 0.0, (31, 36))
+    >>> text = "Tell me about the wine made in Italy."
+    >>> names_a_place(["country"], c, text), names_a_place(["grape"], c, text)
+    (True, False)
+    """
+    if candidate.kind != "span" or candidate.span is None or candidate.span[0] == 0:
+        return False
+    start = candidate.span[0]
+    return any(w in _PLACE_WORDS for w in words) and request[start].isupper() \
+        and candidate.prior >= 0 and _after_place_word(request, start)
+
+
 def _after_place_word(request: str, start: int) -> bool:
     """A place preposition (and an article) right before `start`: "in New York"."""
     before = request[:start].lower().split()[-2:]

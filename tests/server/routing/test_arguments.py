@@ -151,3 +151,30 @@ def test_real_model_makes_the_readme_call(engine: Any) -> None:
                                      args=None, tags=()))
     assert [(c["path"], c["arguments"]) for c in state.calls] == [
         ("payments/send_money", {"payee": "Asha", "amount": 500})]
+
+
+WINE = {"name": "r", "children": [{"name": "wine", "description": "Facts about a wine.",
+    "parameters": {"type": "object", "properties": {
+        "wine_name": {"type": "string"},
+        "country": {"type": "string", "description": "where it is made"},
+        "grape": {"type": "string"}},
+        "required": ["wine_name"]}}]}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Tell me about the Cabernet Sauvignon wine from Italy.",
+     {"wine_name": "Cabernet Sauvignon", "country": "Italy"}),
+    ("Tell me about the Cabernet Sauvignon wine.", {"wine_name": "Cabernet Sauvignon"}),
+])
+def test_a_name_after_a_place_word_supports_an_optional_place(
+        text: str, expected: dict[str, str]) -> None:
+    """A request holds a place's value without naming the property ("from Italy" for
+    `country`): a name right after a place preposition is a value of that kind only; `grape`
+    is not offered it (the words-gate, with the candidates' priors)."""
+    from stackroute.server.routing.options import ArgumentValues
+
+    engine = Writes({"wine": 5.0, "DONE": 0.0})
+    options = replace(product_options(engine), argument_values=ArgumentValues.PRIORS)
+    machine = build_machine(build_tree(WINE), engine, options=options)
+    state = run_query(machine, Query(id="q", query=text, gold=(), args=None, tags=()))
+    assert state.calls[0]["arguments"] == expected
