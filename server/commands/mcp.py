@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 from stackroute.server.commands.common import (
+    AbstainOpt,
     BaseUrlOpt,
     CalibrationOpt,
     ModelOpt,
@@ -45,6 +46,7 @@ def mcp(
         "--config", help="YAML or JSON settings file (or STACKROUTE_CONFIG)")] = None,
     policy: PolicyOpt = None,
     calibration: CalibrationOpt = None,
+    abstain: AbstainOpt = None,
     log_level: Annotated[str | None, typer.Option(
         "--log-level", help="debug | info | warning | error (on stderr)")] = None,
     max_wait_s: Annotated[float, typer.Option(
@@ -67,7 +69,8 @@ def mcp(
     try:
         settings = ServerSettings.load(engine=engine, model=model, base_url=base_url,
                                        catalogs=catalogs, db=db, config=config, policy=policy,
-                                       calibration=calibration, log_level=log_level)
+                                       calibration=calibration, abstain=abstain,
+                                       log_level=log_level)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e

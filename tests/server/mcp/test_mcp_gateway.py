@@ -140,15 +140,13 @@ def test_route_puts_a_gate_to_the_user_by_elicitation(
 
 
 def test_route_declines_a_request_no_tool_serves(shared_data: Path, tmp_path: Path) -> None:
-    """With the out-of-scope check on (the `abstain` setting: the embedded default's check,
-    the evidence's margin and lead and the request's values, no model call), a request no
+    """With the out-of-scope check on (`--abstain`: the embedded default's check, the
+    evidence's margin and lead and the request's values, no model call), a request no
     Seal-Tools tool serves gets no call, and the answer names the closest tool and why:
     through the MCP SDK's own client, as an agent reads it. (On this catalog the router
     reaches a leaf for it and the check stops it there, as `stackroute run --abstain` shows.)"""
-    config = tmp_path / "abstain.json"
-    config.write_text(json.dumps({"abstain": True}))
     gateway = GatewayClient(["mcp", str(seal_catalog(shared_data)), "--mode", "route",
-                             "--config", str(config), "--db", str(tmp_path / "abstain.db")])
+                             "--abstain", "--db", str(tmp_path / "abstain.db")])
     try:
         answer = gateway.call("route", {"request": "Hi there! How are you doing today?"})
     finally:
