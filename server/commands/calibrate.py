@@ -63,6 +63,7 @@ def calibrate(
     from stackroute.runtime.prompt import PromptStyle
     from stackroute.server.commands.progress import progress_bar
     from stackroute.server.routing.calibration import find_calibration, require_embedder
+    from stackroute.server.routing.calibration_file import CalibrationFile
     from stackroute.server.routing.router import evidence_for_tree
     from stackroute.server.tools.calibrate import calibrate as measure
     from stackroute.server.tools.calibrate import calibrate_thresholds
@@ -85,6 +86,8 @@ def calibrate(
         made = engine.make()
         name = made.info.model
         path = out or default_out(name)
+        if path.is_file():  # its other sections are kept: readable now, not after the run
+            CalibrationFile.read(path)
         dev = Dataset(catalog.name.split(".")[0] or "dev", tree, items, PromptStyle())
         evidence = {dev.name: evidence_for_tree(tree)}
         if thresholds_only:

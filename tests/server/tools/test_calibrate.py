@@ -339,3 +339,25 @@ def test_calibrate_says_what_the_abstention_fit_lacks_before_measuring_anything(
     assert "fitting the abstention check needs at least 5 dev queries no leaf serves " \
         "(gold []); the queries hold 1" in words(result.output)
     assert not list(tmp_path.glob("*.calibration.json"))
+
+
+@pytest.mark.model
+def test_calibrate_refuses_an_out_file_it_cannot_keep_before_measuring(
+        embedded_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--out` names a file that is not a calibration: refused before the model is asked
+    anything (the file's sections are kept on a rewrite, so it must be readable; finding that
+    out after an hour of model calls would lose them), and the file is left as it was."""
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path, TINY_QUERIES)
+    (tmp_path / "notes.json").write_text("my notes, not JSON", encoding="utf-8")
+
+    def measured(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the model was asked before the --out file was checked")
+
+    monkeypatch.setattr("stackroute.server.tools.calibrate.calibrate", measured)
+    result = runner.invoke(app, ["calibrate", "--queries", "dev.jsonl", "--catalog",
+                                 "home.catalog.json", "--model", str(embedded_model_dir),
+                                 "--out", "notes.json"])
+    assert result.exit_code == 2, result.output
+    assert "notes.json: expected a calibration file (JSON)" in words(result.output)
+    assert (tmp_path / "notes.json").read_text(encoding="utf-8") == "my notes, not JSON"
