@@ -29,6 +29,7 @@ from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
     MissingValues,
+    OptionalValues,
     Policy,
     RouterOptions,
 )
@@ -137,6 +138,13 @@ class ServerSettings(BaseSettings):
         "it: `run --values`, POST /v1/sessions/{id}/values, MCP elicitation, a question in "
         "an OpenAI tools answer; runtime/missing_values.py) | write (the model makes one up "
         "under the schema, flagged as written_values)")
+    optional_values: OptionalValues = Field(
+        OptionalValues.MEANING, description="which optional properties a call fills "
+        "(server/routing/arguments/filling.py): words (the request names the property, or "
+        "holds a value only its kind takes) | meaning (also a value the request gives "
+        "without its name, \"on Facebook\" for platform: a request value whose embedding is "
+        "most like this property's among the leaf's, arguments/meaning.py; Seal-Tools dev at "
+        "the gold leaf: more exact calls, bench/results/2026-12-05-cpu-optional-meaning)")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -312,6 +320,7 @@ class ServerSettings(BaseSettings):
                               max_argument_tokens=self.max_argument_tokens,
                               abstain=self.abstain, argument_values=self.argument_values,
                               missing_values=self.missing_values,
+                              optional_values=self.optional_values,
                               recall_after_backs=self.recall_after_backs)
 
     @classmethod

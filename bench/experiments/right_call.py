@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +48,18 @@ from stackroute.server.engines.base import (
 )
 from stackroute.server.engines.registry import create_engine
 from stackroute.server.routing.arguments import ArgumentFiller
+from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.leaf_arguments import json_object
 from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
     MissingValues,
+    OptionalValues,
     Policy,
     RouterOptions,
 )
-from stackroute.server.routing.router import build_machine
+from stackroute.server.routing.router import build_machine, default_embedder
+from stackroute.server.settings import ServerSettings
 from stackroute.server.tools.evaluate import (
     ParamCounts,
     Query,
@@ -69,10 +73,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SEAL_DIR = ROOT.parent / "shared" / "data" / "seal-tools"
 SPLITS = {"dev": "dev.queries.jsonl", "test": "test.queries.jsonl",
           "test-ood": "test-ood.queries.jsonl"}
-Method = Callable[[Engine, RoutingRequest, Node], tuple[dict[str, Any], int]]
+# A gold-leaf method: the engine, the request at the leaf's menu, the leaf, and how optional
+# values are read (None: by the request's words alone) → the arguments and the model calls.
+Method = Callable[[Engine, RoutingRequest, Node, ValueMeaning | None],
+                  tuple[dict[str, Any], int]]
 
 
-def _generate(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict[str, Any], int]:
+def _generate(engine: Engine, request: RoutingRequest, leaf: Node,
+              meaning: ValueMeaning | None) -> tuple[dict[str, Any], int]:
     prompt = request.arguments_prompt(leaf)
     schema = leaf.parameters or {"type": "object", "properties": {}}
     generation = engine.generate(prompt, constraint=Constraint.json(schema),
@@ -83,16 +91,18 @@ def _generate(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict
 # The gold-leaf methods write a value the request lacks (`MissingValues.WRITE`): they measure
 # the arguments a call would carry, and a value asked of the user is as inexact as one made up.
 def _candidates(engine: Engine, request: RoutingRequest, leaf: Node,
-                ) -> tuple[dict[str, Any], int]:
-    filled = ArgumentFiller(engine, missing=MissingValues.WRITE).fill(request, leaf)
+                meaning: ValueMeaning | None) -> tuple[dict[str, Any], int]:
+    filled = ArgumentFiller(engine, missing=MissingValues.WRITE, meaning=meaning).fill(
+        request, leaf)
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 
-def _priors(engine: Engine, request: RoutingRequest, leaf: Node) -> tuple[dict[str, Any], int]:
+def _priors(engine: Engine, request: RoutingRequest, leaf: Node,
+            meaning: ValueMeaning | None) -> tuple[dict[str, Any], int]:
     """The product's `priors` argument values: each value the candidate with the top prior, no
     model call (only a value with no candidate falls back to the model's free JSON)."""
-    filled = ArgumentFiller(engine, values=ArgumentValues.PRIORS,
-                            missing=MissingValues.WRITE).fill(request, leaf)
+    filled = ArgumentFiller(engine, values=ArgumentValues.PRIORS, missing=MissingValues.WRITE,
+                            meaning=meaning).fill(request, leaf)
     return json_object(filled.text) or {}, filled.usage.model_calls
 
 
@@ -109,7 +119,8 @@ def single_tool_queries(path: Path, *, offset: int, limit: int) -> list[dict[str
 
 
 def gold_leaf_row(engine: Engine, machine: StackMachine, tree: CapabilityTree, query: Query,
-                  methods: Sequence[str]) -> dict[str, Any]:
+                  methods: Sequence[str], meaning: ValueMeaning | None = None,
+                  ) -> dict[str, Any]:
     leaf = tree.get(query.gold[0])
     if leaf is None:
         raise ValueError(f"query {query.id}: gold leaf {query.gold[0]!r} is not in the catalog")
@@ -120,7 +131,7 @@ def gold_leaf_row(engine: Engine, machine: StackMachine, tree: CapabilityTree, q
     out: dict[str, Any] = {"id": query.id, "query": query.query, "gold": gold}
     for name in methods:
         t0 = time.perf_counter()
-        predicted, calls = METHODS[name](engine, request, leaf)
+        predicted, calls = METHODS[name](engine, request, leaf, meaning)
         wall_ms = (time.perf_counter() - t0) * 1000
         counts = param_counts(tree, query, query.gold, (predicted,))
         out[name] = {"arguments": predicted, "model_calls": calls,
@@ -187,6 +198,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None,
                         help="routing mode: a calibration file, or 'none' for plain routing "
                              "(default: the one shipped for the model)")
+    parser.add_argument("--optional-values", choices=[v.value for v in OptionalValues],
+                        default=None, help="which optional properties a call fills, in both "
+                        "modes: words | meaning (default: the optional_values setting)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--smoke", action="store_true", help="2 dev queries, gold leaf")
     return parser
@@ -218,8 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     # Gold-leaf: the product's layout (descriptions clipped to fit), the router never asked.
     leaf_machine = build_machine(tree, engine, options=RouterOptions(
         recovery=None, speculation=DraftSource.OFF)) if methods else None
+    optional = OptionalValues(args.optional_values or ServerSettings.default("optional_values"))
+    meaning = ValueMeaning(default_embedder) if optional is OptionalValues.MEANING else None
     route_options = routing_options(engine.info.model, args.calibration) \
         if args.routing else None
+    if route_options is not None:
+        route_options = replace(route_options, optional_values=optional)
     route_machine = None
     if route_options is not None:
         embedder = None
@@ -237,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     for query in picked:
         row: dict[str, Any] = {"id": query.id}
         if leaf_machine is not None:
-            row.update(gold_leaf_row(engine, leaf_machine, tree, query, methods))
+            row.update(gold_leaf_row(engine, leaf_machine, tree, query, methods, meaning))
         if route_machine is not None:
             row.update(routing_row(route_machine, tree, query))
         results.append(row)
@@ -265,6 +283,7 @@ def _write(args: argparse.Namespace, engine: Engine, load_s: float,
         "routing_policy": None if route_options is None else
         ("plain" if route_options.recovery is None else "guided"),
         "calibration": None if route_options is None else route_options.calibration,
+        "optional_values": args.optional_values or ServerSettings.default("optional_values"),
         "machine": provenance["machine"],
         "num_queries": len(results), "summary": {m: summarise(results, m) for m in modes}}
     if args.out is not None:

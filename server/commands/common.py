@@ -23,6 +23,7 @@ from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
     MissingValues,
+    OptionalValues,
     Policy,
     RouterOptions,
 )
@@ -79,6 +80,11 @@ MissingValuesOpt = Annotated[str | None, typer.Option(
     "--missing-values", help="a required value the request holds nothing for: ask (the call "
     "pauses until the user supplies it: run --values) | write (the model makes one up, "
     "flagged as written); default: the missing_values setting (ask)")]
+OptionalValuesOpt = Annotated[str | None, typer.Option(
+    "--optional-values", help="which optional properties a call fills: words (the request "
+    "names the property, or holds a value only its kind takes) | meaning (also a value it "
+    "gives without the name: \"on Facebook\" for platform); default: the optional_values "
+    "setting (meaning)")]
 ShortlistOpt = Annotated[bool | None, typer.Option(
     "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
     "options and OTHER (the full menu) where the leaf evidence is sure; default: the "
@@ -204,6 +210,7 @@ class RoutingFlags:
     abstain: bool | None = None  # None: the settings' default
     argument_values: ArgumentValues | None = None  # None: the settings' default
     missing_values: MissingValues | None = None  # None: the settings' default
+    optional_values: OptionalValues | None = None  # None: the settings' default
     recall_after_backs: int | None = None  # None: the settings' default (0: off)
 
     @classmethod
@@ -214,6 +221,7 @@ class RoutingFlags:
               abstain: bool | None = None,
               argument_values: str | None = None,
               missing_values: str | None = None,
+              optional_values: str | None = None,
               recall_after_backs: int | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
@@ -230,6 +238,8 @@ class RoutingFlags:
                    else _parse(ArgumentValues, "--argument-values", argument_values),
                    missing_values=None if missing_values is None
                    else _parse(MissingValues, "--missing-values", missing_values),
+                   optional_values=None if optional_values is None
+                   else _parse(OptionalValues, "--optional-values", optional_values),
                    recall_after_backs=recall_after_backs)
 
     def options_for(self, engine: Any) -> RouterOptions:
@@ -243,6 +253,7 @@ class RoutingFlags:
                               shortlist=self.shortlist, shortlist_margin=self.shortlist_margin,
                               abstain=self.abstain, argument_values=self.argument_values,
                               missing_values=self.missing_values,
+                              optional_values=self.optional_values,
                               recall_after_backs=self.recall_after_backs)
 
 

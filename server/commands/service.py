@@ -89,6 +89,9 @@ def serve(
     missing_values: Annotated[str | None, typer.Option(
         "--missing-values", help="ask | write: a required value the request lacks is asked "
                                  "of the user or made up (the missing_values setting)")] = None,
+    optional_values: Annotated[str | None, typer.Option(
+        "--optional-values", help="words | meaning: which optional properties a call fills "
+                                  "(the optional_values setting)")] = None,
     recall_after_backs: Annotated[int | None, typer.Option(
         "--recall-after-backs", min=0, help="after this many BACKs in a frame the evidence "
         "decides it; 0: off (the recall_after_backs setting)")] = None,
@@ -122,7 +125,8 @@ def serve(
             unwinding=unwinding, prompt_order=prompt_order, allowed_hosts=allowed_host,
             shortlist=shortlist, shortlist_margin=shortlist_margin, abstain=abstain,
             argument_values=argument_values, missing_values=missing_values,
-            recall_after_backs=recall_after_backs, allowed_origins=allowed_origin,
+            optional_values=optional_values, recall_after_backs=recall_after_backs,
+            allowed_origins=allowed_origin,
             serve_docs=serve_docs,
             strict_openai=strict_openai, max_tool_menu=max_tool_menu,
             chat_template=chat_template, engine_args=engine_args,

@@ -26,6 +26,7 @@ from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
     MissingValues,
+    OptionalValues,
     Policy,
     RouterOptions,
     default_shortlist,
@@ -118,6 +119,7 @@ def router_options(model: str, *, policy: Policy | None = None,
                    abstain: bool | None = None,
                    argument_values: ArgumentValues | None = None,
                    missing_values: MissingValues | None = None,
+                   optional_values: OptionalValues | None = None,
                    recall_after_backs: int | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
@@ -129,7 +131,7 @@ def router_options(model: str, *, policy: Policy | None = None,
     `argument_values` None: the setting's; None there too: the calibration's under the guided
     policy (plain is the model alone, the paper's router), else the model's choice.
     `recall_after_backs` None: the setting's; None there too: the calibration's (0: off).
-    `missing_values` None: the setting's."""
+    `missing_values` and `optional_values` None: the settings'."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -176,6 +178,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
     if missing_values is not None:
         options = replace(options, missing_values=missing_values)
+    if optional_values is not None:
+        options = replace(options, optional_values=optional_values)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,
                                                            margin=shortlist_margin))

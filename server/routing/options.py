@@ -37,6 +37,15 @@ class ArgumentValues(StrEnum):
     PRIORS = "priors"  # the candidate with the highest prior: no model call
 
 
+class OptionalValues(StrEnum):
+    """Where the request supports an optional property (arguments/filling.py): a value the
+    request gives but does not label ("on Facebook" for `platform`) is seen only by
+    meaning."""
+
+    WORDS = "words"  # it names the property, or holds a value only its kind takes
+    MEANING = "meaning"  # or a candidate means it best among the leaf's (arguments/meaning.py)
+
+
 class MissingValues(StrEnum):
     """What a call does with a required value its request holds nothing for
     (arguments/filling.py): the model cannot take it from the request, so it would make one
@@ -111,6 +120,10 @@ class RouterOptions:
     # model (settings.py's `missing_values`).
     missing_values: MissingValues = field(
         default_factory=lambda: MissingValues(_setting("missing_values")))
+    # Which optional properties the request supports: by its words, or also by meaning
+    # (settings.py's `optional_values`).
+    optional_values: OptionalValues = field(
+        default_factory=lambda: OptionalValues(_setting("optional_values")))
 
     @property
     def policy(self) -> Policy:
@@ -119,7 +132,8 @@ class RouterOptions:
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed (`abstention` only
         where the check is on, `argument_values` only where not the model's choice,
-        `missing_values` only where they are written rather than asked)."""
+        `missing_values` only where they are written rather than asked, `optional_values`
+        only where by words alone)."""
         out: dict[str, str | None] = {
             "policy": self.policy.value, "calibration": self.calibration,
             "speculation": self.speculation.value,
@@ -130,4 +144,6 @@ class RouterOptions:
             out["argument_values"] = self.argument_values.value
         if self.missing_values is not MissingValues.ASK:
             out["missing_values"] = self.missing_values.value
+        if self.optional_values is not OptionalValues.MEANING:
+            out["optional_values"] = self.optional_values.value
         return out

@@ -30,6 +30,7 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.abstention import DETAIL_KEY, AbstentionCheck
+from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
 from stackroute.server.routing.leaf_arguments import (
@@ -39,7 +40,7 @@ from stackroute.server.routing.leaf_arguments import (
 )
 from stackroute.server.routing.menu_fit import StyleCache, fitted_style
 from stackroute.server.routing.menu_scoring import MenuScorer
-from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
+from stackroute.server.routing.options import DraftSource, OptionalValues, Policy, RouterOptions
 from stackroute.server.routing.path_prefetch import PathPrefetcher
 from stackroute.server.routing.plan import Passed, RoutingPlan, StepSource
 from stackroute.server.routing.recovery import MenuStep, RecoveryPolicy
@@ -65,6 +66,11 @@ class EngineRouter:
         self.engine = engine
         self.options = options
         self.plan = RoutingPlan.for_engine(options, engine, is_flat=is_flat)
+        # Optional values the request gives by meaning: the evidence's embedder, else the
+        # offline one, loaded when a request first needs it (arguments/meaning.py).
+        self.meaning = ValueMeaning((lambda: evidence.embedder) if evidence is not None
+                                    else default_embedder) \
+            if options.optional_values is OptionalValues.MEANING else None
         plan = self.plan
         if plan.drafts is not DraftSource.OFF and drafter is None:
             raise ValueError(f"this plan drafts paths ({plan.drafts.value}); pass a drafter "
@@ -178,7 +184,7 @@ class EngineRouter:
 
         filler = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
                                 values=self.options.argument_values,
-                                missing=self.options.missing_values)
+                                missing=self.options.missing_values, meaning=self.meaning)
         try:
             filled = filler.fill(request, leaf)
         except InvalidGrammarError as e:  # the catalog's author needs to know which leaf

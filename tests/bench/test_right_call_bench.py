@@ -78,6 +78,7 @@ def test_smoke_makes_two_dev_calls_at_the_gold_leaf(tmp_path: Path) -> None:
     assert body["commit"] == subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
                                             text=True, cwd=ROOT).stdout.strip()
     assert [r["id"] for r in body["results"]] == ["dev-easy-0", "dev-easy-1"]
+    assert body["optional_values"] == "meaning"  # the product's, recorded with the run
     summary = body["summary"]["candidates"]
     assert summary["queries"] == 2 and 0.0 <= summary["exact"] <= 1.0
     for row in body["results"]:

@@ -162,11 +162,12 @@ def test_a_year_inside_a_date_is_no_name() -> None:
 ])
 def test_a_value_of_the_propertys_own_kind_leads_and_is_supported(
         name: str, request_text: str, expected: str) -> None:
-    from stackroute.server.routing.arguments.filling import _supported
+    from stackroute.server.routing.arguments.filling import _offered
 
     found = candidates(name, {"type": "string"}, request_text)
     assert found[0].text == expected and found[0].prior >= 3.0
-    assert _supported(name, {"type": "string"}, found, request_text, set())
+    assert _offered(name, {name: {"type": "string"}}, found, request_text, set()).candidates \
+        == found
 
 
 def test_no_language_is_offered_where_the_request_names_none() -> None:
