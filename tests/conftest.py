@@ -34,6 +34,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(problem, pytrace=False)
 
 
+@pytest.fixture(autouse=True)
+def own_judgements(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test keeps the model's request-free answers (routing/judgement_store.py) in a
+    folder of its own: a scripted engine's answers are the test's, not the next test's."""
+    from stackroute.server.routing import judgement_store
+
+    folder = tmp_path_factory.mktemp("judgements")
+    monkeypatch.setattr(judgement_store, "judgement_dir", lambda: folder)
+
+
 @pytest.fixture(scope="session")
 @loads_the_real_model
 def embedded_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -55,6 +55,7 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.arguments.filling import value_coverage
 from stackroute.server.routing.calibration_file import CalibrationFile
+from stackroute.server.routing.judgement_store import JudgementStore
 from stackroute.server.routing.known_fields import from_known_fields
 from stackroute.server.routing.lru import Lru
 from stackroute.server.routing.recovery import MenuStep
@@ -213,8 +214,9 @@ class AbstentionCheck:
 
     def __init__(self, engine: Engine | None, options: AbstentionOptions,
                  evidence: EvidenceSource, *, max_runs: int = 1024,
-                 max_leaves: int = 4096) -> None:
-        """`engine` may be None only for a check that asks the model nothing."""
+                 max_leaves: int = 4096, store: JudgementStore | None = None) -> None:
+        """`engine` may be None only for a check that asks the model nothing. `store` keeps
+        the content-free answers across processes (`judgement_store.py`; None: in memory)."""
         if engine is None and options.is_judge_enabled:
             raise ValueError("this abstention check asks the model (is_judge_enabled): it "
                              "needs an engine")
@@ -223,6 +225,7 @@ class AbstentionCheck:
         self.evidence = evidence
         self._stopped: Lru[str, Verdict] = Lru(max_entries=max_runs)
         self._neutral: Lru[str, float] = Lru(max_entries=max_leaves)
+        self.store = store
 
     def applies(self, request: RoutingRequest, child: Node | None) -> bool:
         """Only before a run's first call: a run that has called something is in scope."""
@@ -240,9 +243,14 @@ class AbstentionCheck:
                 and self.engine is not None:
             neutral = self._neutral.get(leaf.path_str)
             if neutral is None:
-                plain = self.engine.choose(judgement_prompt(NEUTRAL_REQUEST, leaf), (YES, NO))
-                usage = usage + plain.usage
-                neutral = _log_odds(plain.probabilities)
+                prompt = judgement_prompt(NEUTRAL_REQUEST, leaf)
+                neutral = None if self.store is None else self.store.get(prompt)
+                if neutral is None:
+                    plain = self.engine.choose(prompt, (YES, NO))
+                    usage = usage + plain.usage
+                    neutral = _log_odds(plain.probabilities)
+                    if self.store is not None:
+                        self.store.put(prompt, neutral)
                 self._neutral.put(leaf.path_str, neutral)
             contrast = judge - neutral
         evidence = self.evidence.for_request(task)

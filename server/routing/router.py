@@ -33,6 +33,7 @@ from stackroute.server.routing.abstention import DETAIL_KEY, AbstentionCheck
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
+from stackroute.server.routing.judgement_store import JudgementStore
 from stackroute.server.routing.leaf_arguments import (
     GeneratedArguments,
     leaf_decision,
@@ -104,7 +105,8 @@ class EngineRouter:
         if StepSource.ABSTAINED in plan.sources:
             if options.abstention is None or evidence is None:
                 raise ValueError("the abstention check needs its options and leaf evidence")
-            self.abstention = AbstentionCheck(engine, options.abstention, evidence)
+            self.abstention = AbstentionCheck(engine, options.abstention, evidence,
+                                              store=JudgementStore(engine.info))
         # Each source the plan can list, by the part built above that answers for it.
         self._steps: dict[StepSource, Callable[[RoutingRequest], MenuStep | Passed | None]] = {
             StepSource.MEMO: self._waiting, StepSource.PLAIN: self._plain}
