@@ -3,11 +3,13 @@
 For each property (required first, in schema order) the request's value candidates
 (`candidates.py`) are the menu, their priors the option bias, and the model chooses under the
 same constraint routing uses (`engine.choose`). A single candidate needs no model call. An
-optional property is offered only where the request supports it (it names the property, or
-holds a value of its kind: a matched enum word, a date, an e-mail, an unused number, a list of
-copyable values), and then with `NONE` on the menu; otherwise it stays out. A required property
-the request holds no candidate for (an object, an array of free words) is written by the model
-as free JSON under its schema, one call for all of them: the fallback; with
+optional property is offered only where the request supports it: it names the property, or
+holds a value of its kind (a matched enum word, a date, an e-mail, an unused number, a list of
+copyable values), and then with `NONE` on the menu; or (`OptionalValues.MEANING`) some of its
+values mean it (`meaning.py`), and then those values alone; otherwise it stays out
+(`support.py`). A required property the request holds no candidate for (an object, an array
+of free words) is written by the model as free JSON under its schema, one call for all of
+them: the fallback; with
 `MissingValues.ASK` one a person can type (anything but an object) is left out instead and
 named in `missing_values`, for the machine to ask the user (runtime/missing_values.py), as is
 a free string or number whose value would have negative log-odds (`ASK_BELOW_PRIOR`). Values
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt, answer, arguments_overview, rest_ask, value_ask
@@ -33,16 +35,9 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 from stackroute.server.routing.arguments.assignment import assign_values, clashes
-from stackroute.server.routing.arguments.candidates import (
-    Candidate,
-    candidates,
-    enum_matched,
-    property_words,
-    topic_words,
-)
-from stackroute.server.routing.arguments.lists import LIST_PRIOR
+from stackroute.server.routing.arguments.candidates import Candidate, candidates, topic_words
 from stackroute.server.routing.arguments.meaning import ValueMeaning
-from stackroute.server.routing.arguments.spans import names_a_place
+from stackroute.server.routing.arguments.support import Offer, offered
 from stackroute.server.routing.options import ArgumentValues, MissingValues
 
 NONE_OPTION = "NONE"
@@ -66,9 +61,6 @@ PRIOR_SCALE = 2.0
 ASK_BELOW_PRIOR = 0.0
 # `value_coverage`'s range: a value's prior is log-odds; beyond these it says no more.
 COVERAGE_FLOOR, COVERAGE_CAP = -4.0, 4.0
-_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
-                          "language"))
-
 
 @dataclass
 class ValueChoice:
@@ -152,8 +144,8 @@ class ArgumentFiller:
                 filled.choices.append(ValueChoice(name, "fallback" if is_required
                                                   else "unsupported", 0))
                 continue
-            offer = _Offer(fresh, may_decline=not is_required) if is_required or by_priors \
-                else _offered(name, properties, fresh, request.task, used, self.meaning)
+            offer = Offer(fresh, may_decline=not is_required) if is_required or by_priors \
+                else offered(name, properties, fresh, request.task, used, self.meaning)
             if not is_required and not (name in picks if by_priors else offer.candidates):
                 filled.choices.append(ValueChoice(name, "unsupported", len(fresh)))
                 continue
@@ -297,11 +289,11 @@ def _assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
     taken = [p.candidate for p in picks.values() if p.candidate is not None]
     left = {n: [c for c in found if not any(clashes(c, t) for t in taken)]
             for n, found in menus.items() if n not in required and found}
-    offered = {n: _offered(n, properties, found, request, set(), meaning).candidates
-               for n, found in left.items()}
-    may = [n for n, found in offered.items() if found]
+    offers = {n: offered(n, properties, found, request, set(), meaning).candidates
+              for n, found in left.items()}
+    may = [n for n, found in offers.items() if found]
     picks |= {n: _Pick(c) for n, c in zip(
-        may, assign_values([offered[n] for n in may], [True] * len(may)), strict=True)}
+        may, assign_values([offers[n] for n in may], [True] * len(may)), strict=True)}
     return picks
 
 
@@ -329,48 +321,6 @@ def _is_missing(prop: Mapping[str, Any], found: list[Candidate]) -> bool:
 
 def _schema_of(prop: Any) -> Mapping[str, Any]:
     return prop if isinstance(prop, Mapping) else {}
-
-
-class _Offer(NamedTuple):
-    """What a property's choice is over: its candidates, and whether `NONE` is among them."""
-
-    candidates: list[Candidate]
-    may_decline: bool
-
-
-def _offered(name: str, properties: Mapping[str, Any], found: list[Candidate], request: str,
-             used: set[str], meaning: ValueMeaning | None = None) -> _Offer:
-    """What optional property `name` is offered of `found`: all of them and `NONE` where
-    the request names the property (a word of its name) or holds a value only this kind of
-    property takes (a name after "in", "from" or "at" for a place); else (with `meaning`)
-    those that mean this property more than any other of the leaf (`meaning.py`), without
-    `NONE` (the match is the request's support: a model asked "is it given?" of a value the
-    request does not label says no, Seal-Tools dev, the 1.5B, by 3-14 nats on gold values);
-    else none (it stays out)."""
-    prop = _schema_of(properties[name])
-    if _supported_by_words(name, prop, found, request, used):
-        return _Offer(found, may_decline=True)
-    if meaning is None or "enum" in prop or prop.get("type") == "array":
-        return _Offer([], may_decline=True)
-    return _Offer(meaning.matching(name, properties, [c for c in found if c.text not in used]),
-                  may_decline=False)
-
-
-def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidate],
-                        request: str, used: set[str]) -> bool:
-    if "enum" in prop:
-        return enum_matched(found)
-    if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
-        return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
-    lowered = request.lower()
-    words = [w for w in property_words(name, prop) if len(w) >= 3]
-    if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
-        return True
-    if any(names_a_place(words, c, request) and c.text not in used for c in found):
-        return True
-    if prop.get("type") in ("integer", "number"):
-        return any(c.prior >= 2.0 for c in found)
-    return any(c.kind in _TYPED_KINDS and c.prior >= 3.0 and c.text not in used for c in found)
 
 
 class _Conversation:

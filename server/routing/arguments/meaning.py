@@ -2,7 +2,7 @@
 
 "Provide the marketing insights for the film X *on Facebook*" fills `platform` ("the social
 media platform") though no word of the property is in the request; the words-gate
-(`filling._offered`) cannot see that. Here a sentence embedding of each candidate value is
+(`support.offered`) cannot see that. Here a sentence embedding of each candidate value is
 compared with one of each property ("platform: the social media platform ..."): an optional
 property is supported where one of its candidates, held back by nothing (non-negative prior),
 is at least `MIN_SIMILARITY` like the property and more like it than like any other property

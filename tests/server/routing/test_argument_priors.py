@@ -162,11 +162,11 @@ def test_a_year_inside_a_date_is_no_name() -> None:
 ])
 def test_a_value_of_the_propertys_own_kind_leads_and_is_supported(
         name: str, request_text: str, expected: str) -> None:
-    from stackroute.server.routing.arguments.filling import _offered
+    from stackroute.server.routing.arguments.support import offered
 
     found = candidates(name, {"type": "string"}, request_text)
     assert found[0].text == expected and found[0].prior >= 3.0
-    assert _offered(name, {name: {"type": "string"}}, found, request_text, set()).candidates \
+    assert offered(name, {name: {"type": "string"}}, found, request_text, set()).candidates \
         == found
 
 
