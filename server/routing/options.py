@@ -38,7 +38,7 @@ class ArgumentValues(StrEnum):
 
 
 class OptionalValues(StrEnum):
-    """Where the request supports an optional property (arguments/filling.py): a value the
+    """Where the request supports an optional property (arguments/support.py): a value the
     request gives but does not label ("on Facebook" for `platform`) is seen only by
     meaning."""
 
