@@ -18,6 +18,7 @@ from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     QUOTED,
     cue_positions,
+    label_positions,
     near,
     property_words,
 )
@@ -57,7 +58,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     words = property_words(name, schema)
     shared = {w for s in siblings for w in property_words(s, {})}
     # a word the siblings share ("number" of policy_number and flight_number) labels neither
-    cues = cue_positions(request, [w for w in words if w not in shared] or words)
+    cues = label_positions(request, [w for w in words if w not in shared] or words, words)
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], request)
     elif kind == "boolean":

@@ -39,6 +39,29 @@ def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
     return out
 
 
+def label_positions(request: str, words: list[str], own: list[str]) -> list[tuple[int, int]]:
+    """`cue_positions` of `words`, each run on over the property's `own` words that follow it
+    directly: where `words` leaves out a word the siblings share ("content" of fat_content
+    and protein_content), "fat content of 13.1%" still labels 13.1 ("fat content" is the
+    label, not "fat" with "content" between it and the value).
+
+    >>> request = "a fat content of 13.1%"
+    >>> [request[a:b] for a, b in label_positions(request, ["fat"], ["fat", "content"])]
+    ['fat content']
+    """
+    spans = cue_positions(request, words)
+    if not spans or own == words:
+        return spans
+    owned = cue_positions(request, own)
+    out = []
+    for start, end in spans:
+        for a, b in owned:
+            if a >= end and not request[end:a].strip(" -_"):
+                end = b
+        out.append((start, end))
+    return out
+
+
 def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
          before: bool = False) -> bool:
     """A cue word ends at most a few function words before `span`; with `before`, also: a

@@ -241,3 +241,14 @@ def test_a_value_found_or_located_after_its_label_is_cued() -> None:
                     "Scan the report file stored at 10.0.0.5 tonight"):
         found = {c.text: c.prior for c in candidates("report_file", {"type": "string"}, request)}
         assert found["10.0.0.5"] == LITERAL_PRIOR + 1.5, request
+
+
+def test_a_label_ending_in_a_word_the_siblings_share_still_labels_its_value() -> None:
+    # "fat content of 13.1%": `content` is shared with protein_content, so it cued neither,
+    # and standing between "fat" and the number it kept "fat" from labelling 13.1 too
+    request = "Get the milk report with a fat content of 13.1% and protein content of 19.1%."
+    schema = {"type": "number"}
+    fat = candidates("fat_content", schema, request, siblings=("protein_content",))
+    protein = candidates("protein_content", schema, request, siblings=("fat_content",))
+    assert fat[0].text == "13.1" and fat[0].prior > fat[1].prior
+    assert protein[0].text == "19.1" and protein[0].prior > protein[1].prior
