@@ -6,16 +6,18 @@ media platform") though no word of the property is in the request; the words-gat
 compared with one of each property ("platform: the social media platform ..."): an optional
 property is supported where one of its candidates, held back by nothing (non-negative prior),
 is at least `MIN_SIMILARITY` like the property and more like it than like any other property
-of the leaf (a value fits one property best: "John Smith" is the `author`, not the `title`).
+of the leaf (a value fits one property best: "Facebook" is the `platform`, not the `author`).
 
 Measured at the gold leaf on Seal-Tools dev (every call of the 700 requests, 566 optional
 properties the words-gate leaves out, 148 of them in the gold call): similarity 0.3 takes 70
 gold ones (46 with the gold value among the candidates) and 48 that are not; 0.4, 42 (29)
-and 13; 0.45, 35 (24) and 10; 0.5, 20 (14) and 6 (`bench/results/...-optional-meaning/`).
+and 13; 0.45, 35 (24) and 10; 0.5, 20 (14) and 6
+(`bench/results/2026-12-05-cpu-optional-meaning/`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -41,7 +43,8 @@ def property_text(name: str, schema: Mapping[str, Any]) -> str:
 
 class ValueMeaning:
     """Embeds property texts and candidate values (each text once, the last `max_texts`
-    kept) and finds, among an optional property's candidates, those that mean it.
+    kept) and finds, among an optional property's candidates, those that mean it. One is
+    shared by every session a router serves: its vectors are kept under a lock.
 
     `load` gives the embedder; it is called on the first embedding (a request whose
     optional properties its words settle loads no model)."""
@@ -53,6 +56,7 @@ class ValueMeaning:
         self.min_similarity = min_similarity
         self.max_texts = max_texts
         self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def matching(self, name: str, properties: Mapping[str, Any],
                  found: Sequence[Candidate]) -> list[Candidate]:
@@ -75,16 +79,17 @@ class ValueMeaning:
         return self._embedder
 
     def _embed(self, texts: list[str]) -> NDArray[np.float32]:
-        new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if new:
-            for text, vector in zip(new, self.embedder().embed(new), strict=True):
-                self._vectors[text] = vector
-        for text in texts:
-            self._vectors.move_to_end(text)
-        vectors = np.stack([self._vectors[t] for t in texts])
-        while len(self._vectors) > self.max_texts:
-            self._vectors.popitem(last=False)
-        return vectors
+        with self._lock:
+            new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+            if new:
+                for text, vector in zip(new, self.embedder().embed(new), strict=True):
+                    self._vectors[text] = vector
+            for text in texts:
+                self._vectors.move_to_end(text)
+            vectors = np.stack([self._vectors[t] for t in texts])
+            while len(self._vectors) > self.max_texts:
+                self._vectors.popitem(last=False)
+            return vectors
 
 
 def _schema_of(prop: Any) -> Mapping[str, Any]:

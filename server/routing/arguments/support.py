@@ -41,8 +41,9 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     prop = _schema_of(properties[name])
     if _supported_by_words(name, prop, found, request, used):
         return Offer(found, may_decline=True)
-    if meaning is None or "enum" in prop or prop.get("type") == "array":
-        return Offer([], may_decline=True)
+    if meaning is None or "enum" in prop or prop.get("type") in ("array", "boolean"):
+        return Offer([], may_decline=True)  # their values are settled by words (lists.py,
+        # polarity.py): "true" means nothing of its own
     return Offer(meaning.matching(name, properties, [c for c in found if c.text not in used]),
                   may_decline=False)
 

@@ -113,3 +113,23 @@ def test_the_setting_and_the_flag_choose_and_a_bad_value_names_the_choices(
         is OptionalValues.WORDS
     with pytest.raises(InputError, match=r"--optional-values.*words.*meaning"):
         RoutingFlags.parse(policy="plain", calibration=None, optional_values="sometimes")
+
+
+def test_a_boolean_enum_or_array_is_never_offered_by_meaning() -> None:
+    # their values are settled by the request's words (polarity.py, enum words, lists.py)
+    from stackroute.server.routing.arguments.candidate import Candidate
+    from stackroute.server.routing.arguments.support import offered
+
+    class MeansEverything(ValueMeaning):
+        def matching(self, name: str, properties: Any, found: Any) -> list[Candidate]:
+            return list(found)
+
+    everything = MeansEverything(default_embedder)
+    value = Candidate(True, "true", "boolean", 0.0)
+    for schema in ({"type": "boolean"}, {"type": "string", "enum": ["a"]},
+                   {"type": "array", "items": {"type": "string"}}):
+        offer = offered("flag", {"flag": schema}, [value], "Make a playlist.", set(), everything)
+        assert offer.candidates == []
+    offer = offered("flag", {"flag": {"type": "string"}}, [value], "Make a playlist.", set(),
+                    everything)
+    assert offer == ([value], False)  # a string is, and without NONE
