@@ -8,6 +8,8 @@ shortcut: conversions there survive between runs). Models load here, never at im
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +30,32 @@ pytest_plugins = ["pytester"]  # tests/test_model_mark.py runs pytest on a test 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test that uses the real model without `@pytest.mark.model` fails before it loads it."""
+    """A test that uses the real model without `@pytest.mark.model` fails before it loads it.
+    Each test keeps the model's request-free answers (routing/judgement_store.py) in a folder
+    of its own: a scripted engine's answers are the test's, not the next test's (a hook, not a
+    fixture, so no test's fixture plan changes)."""
+    from stackroute.server.routing import judgement_store
+
+    folder = Path(tempfile.mkdtemp(prefix="judgements-"))
+    _judgement_dirs.append((judgement_store.judgement_dir, folder))
+    judgement_store.judgement_dir = lambda: folder
     problem = unmarked_model_use(item)
     if problem is not None:
         pytest.fail(problem, pytrace=False)
 
 
-@pytest.fixture(autouse=True)
-def own_judgements(tmp_path_factory: pytest.TempPathFactory,
-                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test keeps the model's request-free answers (routing/judgement_store.py) in a
-    folder of its own: a scripted engine's answers are the test's, not the next test's."""
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
     from stackroute.server.routing import judgement_store
 
-    folder = tmp_path_factory.mktemp("judgements")
-    monkeypatch.setattr(judgement_store, "judgement_dir", lambda: folder)
+    if _judgement_dirs:
+        previous, folder = _judgement_dirs.pop()
+        judgement_store.judgement_dir = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# the judgement folders of the tests running now, innermost last (pytester nests a run)
+_judgement_dirs: list[tuple[Any, Path]] = []
 
 
 @pytest.fixture(scope="session")
