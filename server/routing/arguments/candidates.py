@@ -17,7 +17,6 @@ from typing import Any
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     QUOTED,
-    cue_positions,
     label_positions,
     near,
     property_words,
@@ -29,7 +28,8 @@ from stackroute.server.routing.arguments.numbers import find_numbers
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.spans import spans, topic_words
 
-__all__ = ["Candidate", "candidates", "enum_matched", "property_words", "topic_words"]
+__all__ = ["Candidate", "candidates", "enum_matched", "property_words", "schema_of",
+           "topic_words"]
 
 MAX_CANDIDATES = 48
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -41,6 +41,9 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
                        r"Chinese|Mandarin|Cantonese|Japanese|Korean|Arabic|Hindi|Bengali|"
                        r"Turkish|Polish|Greek|Hebrew|Swedish|Vietnamese|Thai|Indonesian|"
                        r"Swahili|Urdu|Persian)\b")
+# An age said the ways one is said, around its number: "49-year-old", "49 years old", "aged 49"
+_YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
+_AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 
@@ -87,11 +90,9 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
     the label of that property's value ("the subject" for `message`), not this one's."""
     own = {w[:4] for w in words}
-    other_words = sorted({w for s in siblings for w in property_words(s, {})
-                          if w[:4] not in own})
-    if not other_words:
+    others = sorted({span for s in siblings for span in _label_of(request, s, own)})
+    if not others:
         return found
-    others = cue_positions(request, other_words)
 
     def is_labelled(c: Candidate) -> bool:
         return near(c.span, others, request) and not near(c.span, cues, request, before=True)
@@ -102,6 +103,19 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
             if c.span is not None and (is_labelled(c) or holds_label(c)) else c
             for c in found]
+
+
+def schema_of(prop: Any) -> Mapping[str, Any]:
+    """A property's JSON schema as a catalog gives it: a mapping, or nothing (`{}`)."""
+    return prop if isinstance(prop, Mapping) else {}
+
+
+def _label_of(request: str, sibling: str, own: set[str]) -> list[tuple[int, int]]:
+    """Where the request labels `sibling`: its words that are not this property's (`own`,
+    4-letter stems), each run on over the sibling's words right after it ("fat content at"
+    for fat_content beside protein_content: "content" is no label of its own here)."""
+    theirs = property_words(sibling, {})
+    return label_positions(request, [w for w in theirs if w[:4] not in own], theirs)
 
 
 def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
@@ -146,7 +160,10 @@ def _number_candidates(kind: str, request: str, cues: list[tuple[int, int]],
         value = number.value
         if kind == "integer" and isinstance(value, float):
             continue
-        prior = 2.0 if near(number.span, cues, request, before=True) else 0.0
+        labelled = near(number.span, cues, request, before=True) or ("age" in words and (
+            _YEARS_OLD.match(request, number.span[1]) is not None
+            or _AGED.search(request[:number.span[0]]) is not None))
+        prior = 2.0 if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))

@@ -35,7 +35,12 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 from stackroute.server.routing.arguments.assignment import assign_values, clashes
-from stackroute.server.routing.arguments.candidates import Candidate, candidates, topic_words
+from stackroute.server.routing.arguments.candidates import (
+    Candidate,
+    candidates,
+    schema_of,
+    topic_words,
+)
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.support import Offer, offered
 from stackroute.server.routing.options import ArgumentValues, MissingValues
@@ -130,7 +135,7 @@ class ArgumentFiller:
                                 meaning=self.meaning) if by_priors else {}
         used: set[str] = set()
         for name in order:
-            prop = _schema_of(properties[name])
+            prop = schema_of(properties[name])
             is_required = name in required
             found = menus[name]
             fresh = found if by_priors else [c for c in found if c.text not in used] or found
@@ -248,7 +253,7 @@ def value_coverage(leaf: Node, task: str) -> float:
     schema: Mapping[str, Any] = leaf.parameters or {}
     properties: Mapping[str, Any] = schema.get("properties") or {}
     typed = [n for n in schema.get("required") or () if n in properties
-             and not _is_object(_schema_of(properties[n]))]
+             and not _is_object(schema_of(properties[n]))]
     if not typed:
         return COVERAGE_CAP
     required = [n for n in schema.get("required") or () if n in properties]
@@ -263,7 +268,7 @@ def _menus(leaf: Node, order: list[str], task: str) -> dict[str, list[Candidate]
     """Each property's candidates from `task`, in `order`."""
     properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
     topic = topic_words(leaf.name, leaf.description or "")
-    return {name: candidates(name, _schema_of(properties[name]), task,
+    return {name: candidates(name, schema_of(properties[name]), task,
                              siblings=[n for n in properties if n != name], topic=topic)
             for name in order}
 
@@ -317,10 +322,6 @@ def _is_missing(prop: Mapping[str, Any], found: list[Candidate]) -> bool:
     is_free = prop.get("type") in ("string", "number", "integer") and "enum" not in prop \
         and "const" not in prop
     return is_free and max(c.prior for c in found) < ASK_BELOW_PRIOR
-
-
-def _schema_of(prop: Any) -> Mapping[str, Any]:
-    return prop if isinstance(prop, Mapping) else {}
 
 
 class _Conversation:

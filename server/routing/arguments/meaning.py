@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.candidates import schema_of
 
 MIN_SIMILARITY = 0.4
 
@@ -66,7 +67,7 @@ class ValueMeaning:
         if not values or name not in properties:
             return []
         names = list(properties)
-        meanings = self._embed([property_text(n, _schema_of(properties[n])) for n in names])
+        meanings = self._embed([property_text(n, schema_of(properties[n])) for n in names])
         similarity = self._embed([c.text for c in values]) @ meanings.T  # [values, properties]
         column = names.index(name)
         fits = (similarity[:, column] >= self.min_similarity) \
@@ -90,7 +91,3 @@ class ValueMeaning:
             while len(self._vectors) > self.max_texts:
                 self._vectors.popitem(last=False)
             return vectors
-
-
-def _schema_of(prop: Any) -> Mapping[str, Any]:
-    return prop if isinstance(prop, Mapping) else {}

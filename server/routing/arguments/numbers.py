@@ -4,6 +4,8 @@
 [1200000, 5000, 2000]
 >>> [(n.value, n.text) for n in find_numbers("a mass of 37.5 kg at 14.3 m/s^2")]
 [(37.5, '37.5'), (14.3, '14.3')]
+>>> [(n.value, n.span) for n in find_numbers("the 51st floor")]  # the ordinal's span: its noun
+[(51, (4, 8))]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ _NUMBER = re.compile(
     r"(?<![\w.\-/:^])(?P<currency>[$€£¥])?\s?(?P<sign>-)?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"(?:(?P<suffix>bn|[kKMBbm])(?![A-Za-z0-9])|\s+(?P<word>thousand|million|billion|trillion)\b"
-    r"|(?P<percent>%))?"
+    r"|(?P<percent>%)|(?P<ordinal>st|nd|rd|th)(?![A-Za-z]))?"
     r"(?![\w/:-]*\d)(?!\.\d)")
 _WORDS = re.compile(r"\b(" + "|".join(_SMALL_WORDS) + r")\b", re.IGNORECASE)
 
@@ -40,7 +42,8 @@ class FoundNumber:
 
 def find_numbers(text: str) -> list[FoundNumber]:
     """Every number in `text` in order: digits (with "," thousands, a multiplier suffix or
-    word, a currency sign or a percent), then small number words ("five", "a dozen")."""
+    word, a currency sign, a percent or an ordinal's "st", "nd", "rd", "th"), then small
+    number words ("five", "a dozen")."""
     out: list[FoundNumber] = []
     for match in _NUMBER.finditer(text):
         digits = match["digits"]
@@ -56,7 +59,8 @@ def find_numbers(text: str) -> list[FoundNumber]:
             value *= _WORD_MULTIPLIERS[word.lower()]
         if match["sign"]:
             value = -value
-        end = match.end() if (suffix is not None or word or match["percent"]) \
+        end = match.end() if (suffix is not None or word or match["percent"]
+                              or match["ordinal"]) \
             else match.end("digits")
         out.append(FoundNumber(value=_whole(value), text=digits,
                                span=(match.start(), end),

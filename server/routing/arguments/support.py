@@ -13,11 +13,21 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from stackroute.server.routing.arguments.candidate import Candidate
-from stackroute.server.routing.arguments.candidates import enum_matched, property_words
+from stackroute.server.routing.arguments.candidates import (
+    enum_matched,
+    property_words,
+    schema_of,
+)
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
 
+# A property named or formatted for a date or a time takes one by meaning, never other words
+# ("HVAC" is what a `start_date` is for, not when)
+_WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime",
+                         "timestamp"))
+_WHEN_FORMATS = frozenset(("date", "date-time", "time"))
+_WHEN_KINDS = frozenset(("date", "time"))
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
                           "language"))
 
@@ -34,18 +44,21 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     """What optional property `name` is offered of `found`: all of them and `NONE` where
     the request names the property (a word of its name) or holds a value only this kind of
     property takes (a name after "in", "from" or "at" for a place); else (with `meaning`)
-    those that mean this property more than any other of the leaf (`meaning.py`), without
+    those that mean this property more than any other of the leaf (`meaning.py`; for a date
+    or a time, only dates and times), without
     `NONE` (the match is the request's support: a model asked "is it given?" of a value the
     request does not label says no, Seal-Tools dev, the 1.5B, by 3-14 nats on gold values);
     else none (it stays out)."""
-    prop = _schema_of(properties[name])
+    prop = schema_of(properties[name])
     if _supported_by_words(name, prop, found, request, used):
         return Offer(found, may_decline=True)
     if meaning is None or "enum" in prop or prop.get("type") in ("array", "boolean"):
         return Offer([], may_decline=True)  # their values are settled by words (lists.py,
         # polarity.py): "true" means nothing of its own
-    return Offer(meaning.matching(name, properties, [c for c in found if c.text not in used]),
-                  may_decline=False)
+    fresh = [c for c in found if c.text not in used]
+    if prop.get("format") in _WHEN_FORMATS or _WHEN_WORDS & set(property_words(name, prop)):
+        fresh = [c for c in fresh if c.kind in _WHEN_KINDS]
+    return Offer(meaning.matching(name, properties, fresh), may_decline=False)
 
 
 def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidate],
@@ -63,7 +76,3 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
     if prop.get("type") in ("integer", "number"):
         return any(c.prior >= 2.0 for c in found)
     return any(c.kind in _TYPED_KINDS and c.prior >= 3.0 and c.text not in used for c in found)
-
-
-def _schema_of(prop: Any) -> Mapping[str, Any]:
-    return prop if isinstance(prop, Mapping) else {}

@@ -252,3 +252,34 @@ def test_a_label_ending_in_a_word_the_siblings_share_still_labels_its_value() ->
     protein = candidates("protein_content", schema, request, siblings=("fat_content",))
     assert fat[0].text == "13.1" and fat[0].prior > fat[1].prior
     assert protein[0].text == "19.1" and protein[0].prior > protein[1].prior
+
+
+def test_a_siblings_label_ending_in_its_own_word_holds_its_value_back() -> None:
+    # "fat content at 13.1%": for protein_content, "content" is its own word, so fat_content's
+    # label was "fat" alone, kept from the number by "content": 13.1 was not held back
+    request = "The protein content is 19.1%, with a fat content at 13.1%."
+    protein = candidates("protein_content", {"type": "number"}, request,
+                         siblings=("fat_content",))
+    assert [c.text for c in protein] == ["19.1", "13.1"]
+    assert protein[1].prior < 0
+
+
+@pytest.mark.parametrize("request_text", [
+    "Show me the layout of the Central Library on the 51st floor.",
+    "Which rooms are free on floor 51 of the tower?",
+])
+def test_an_ordinal_is_its_number_and_labelled_by_the_noun_after_it(request_text: str) -> None:
+    found = candidates("floor", {"type": "integer"}, request_text)
+    assert found[0].value == 51 and found[0].prior >= 2.0
+
+
+@pytest.mark.parametrize("request_text", [
+    "Give advice for a 49-year-old individual with 3 children.",
+    "Give advice for someone who is 49 years old with 3 children.",
+    "Give advice for a patient aged 49 with 3 children.",
+])
+def test_a_number_of_years_old_is_an_age(request_text: str) -> None:
+    found = candidates("age", {"type": "integer"}, request_text)
+    assert found[0].value == 49 and found[0].prior > found[1].prior
+    assert candidates("children", {"type": "integer"}, request_text,
+                      siblings=("age",))[0].value == 3

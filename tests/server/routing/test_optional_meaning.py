@@ -133,3 +133,27 @@ def test_a_boolean_enum_or_array_is_never_offered_by_meaning() -> None:
     offer = offered("flag", {"flag": {"type": "string"}}, [value], "Make a playlist.", set(),
                     everything)
     assert offer == ([value], False)  # a string is, and without NONE
+
+
+@pytest.mark.parametrize("name, schema", [
+    ("start_date", {"type": "string", "description": "When the maintenance starts"}),
+    ("visit_time", {"type": "string"}),
+    ("due", {"type": "string", "format": "date"}),
+])
+def test_a_date_or_time_takes_only_a_date_or_a_time_by_meaning(
+        name: str, schema: dict[str, Any]) -> None:
+    # "Schedule HVAC maintenance": "HVAC" is the topic of the date, not the date
+    from stackroute.server.routing.arguments.candidate import Candidate
+    from stackroute.server.routing.arguments.support import offered
+
+    class MeansEverything(ValueMeaning):
+        def matching(self, name: str, properties: Any, found: Any) -> list[Candidate]:
+            return list(found)
+
+    words = Candidate("HVAC", "HVAC", "span", 1.5, (9, 13))
+    day = Candidate("2024-05-03", "2024-05-03", "date", 1.0)
+    clock = Candidate("10:30", "10:30", "time", 2.0, (30, 35))
+    offer = offered(name, {name: schema}, [words, day, clock],
+                    "Schedule HVAC maintenance at 10:30 on May 3, 2024.", set(),
+                    MeansEverything(default_embedder))
+    assert offer == ([day, clock], False)
