@@ -25,6 +25,7 @@ from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import PromptOrder
 from stackroute.server.engines.cpu_dtype import DEFAULT_DTYPE
 from stackroute.server.engines.prompt_lookup import DEFAULT_MAX_DRAFT_TOKENS
+from stackroute.server.redaction import redact_secrets
 from stackroute.server.routing.options import (
     ArgumentValues,
     DraftSource,
@@ -360,12 +361,17 @@ def is_loopback(host: str) -> bool:
 
 
 def describe_errors(error: ValidationError) -> str:
-    """One line per problem: `setting: message`."""
+    """One line per problem: `setting: message`, and what arrived where the message does not
+    say it already (a plain value, secrets masked; never the API key)."""
     lines = []
     for item in error.errors():
         where = ".".join(str(part) for part in item["loc"]) or "settings"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown setting"
+        given = item.get("input")
+        if item["type"] not in ("value_error", "extra_forbidden", "missing") \
+                and isinstance(given, str | int | float) and "api_key" not in item["loc"]:
+            message += f"; got {redact_secrets(repr(given))}"
         lines.append(f"{where}: {message}")
     return "invalid settings:\n  " + "\n  ".join(lines)

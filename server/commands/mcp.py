@@ -14,10 +14,14 @@ import typer
 from rich.markup import escape
 from stackroute.server.commands.common import (
     AbstainOpt,
+    ArgumentValuesOpt,
     BaseUrlOpt,
     CalibrationOpt,
+    MissingValuesOpt,
     ModelOpt,
+    OptionalValuesOpt,
     PolicyOpt,
+    RecallOpt,
     err_console,
     fail,
 )
@@ -47,6 +51,10 @@ def mcp(
     policy: PolicyOpt = None,
     calibration: CalibrationOpt = None,
     abstain: AbstainOpt = None,
+    argument_values: ArgumentValuesOpt = None,
+    missing_values: MissingValuesOpt = None,
+    optional_values: OptionalValuesOpt = None,
+    recall_after_backs: RecallOpt = None,
     log_level: Annotated[str | None, typer.Option(
         "--log-level", help="debug | info | warning | error (on stderr)")] = None,
     max_wait_s: Annotated[float, typer.Option(
@@ -70,6 +78,10 @@ def mcp(
         settings = ServerSettings.load(engine=engine, model=model, base_url=base_url,
                                        catalogs=catalogs, db=db, config=config, policy=policy,
                                        calibration=calibration, abstain=abstain,
+                                       argument_values=argument_values,
+                                       missing_values=missing_values,
+                                       optional_values=optional_values,
+                                       recall_after_backs=recall_after_backs,
                                        log_level=log_level)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)

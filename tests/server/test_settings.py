@@ -52,7 +52,10 @@ def test_config_file_from_the_environment_and_json(tmp_path: Path,
 
 @pytest.mark.parametrize(("content", "expected"), [
     ('{"bogus": 1}', "bogus: unknown setting"),
-    ('{"port": "eighty"}', "port:"),
+    ('{"port": "eighty"}', "port: Input should be a valid integer, unable to parse string as "
+                           "an integer; got 'eighty'"),
+    ('{"optional_values": "sometimes"}', "optional_values: Input should be 'words' or "
+                                         "'meaning'; got 'sometimes'"),
     ('{"engine": "nope"}', "unknown engine 'nope'; known engines: remote, transformers, vllm"),
     ("[1, 2]", "must hold a mapping"),
     ("{not json", "is not valid"),

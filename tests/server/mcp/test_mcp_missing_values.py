@@ -147,3 +147,31 @@ def test_without_elicitation_the_answer_asks_and_supply_values_answers(
     sent = [c for c in done["calls"] if c["path"] == LEAF]
     assert sent[-1]["arguments"] == {"payee": "Asha", "amount": 500}
     assert sent[-1]["supplied_values"] == ["amount"]
+
+
+def test_the_missing_values_flag_makes_the_gateway_write_the_value(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # `stackroute mcp --missing-values write`: the value is made up, marked as written, and the
+    # call waits at send_money's approval gate instead of asking for it
+    db = tmp_path_factory.mktemp("mcp-write") / "gateway.db"
+    client = GatewayClient(["mcp", str(BANK), "--db", str(db), "--missing-values", "write"])
+    try:
+        answer = client.call("route", REQUEST)
+    finally:
+        client.close()
+    assert answer["status"] == "paused", answer
+    pending = answer["pending"]
+    assert pending["path"] == LEAF and "missing_values" not in pending, pending
+    assert pending["arguments"]["payee"] == "Asha" and "amount" in pending["arguments"]
+    assert pending["written_values"] == ["amount"]
+
+
+def test_a_bad_values_flag_is_refused_with_the_choices() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "stackroute.server.cli", "mcp", str(BANK),
+                           "--optional-values", "sometimes"], capture_output=True, text=True,
+                          timeout=120, cwd=REPO_ROOT)
+    assert done.returncode == 2
+    assert "sometimes" in done.stderr and "meaning" in done.stderr and "words" in done.stderr
