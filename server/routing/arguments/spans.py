@@ -1,6 +1,7 @@
 """Word spans as values: every run of up to MAX_SPAN_WORDS words of one clause that neither
 starts nor ends with a function word, scored as a value (names, a property's label next to
-it, the leaf's own words restated, a noun phrase cut after its first word, the whole phrase
+it, the leaf's own words restated, a noun phrase cut after its first word or before its last,
+the whole phrase
 after "called" or "named", and after "about" for a query or topic)."""
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration i
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
 CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier ("rainforest"
 #                   of "tropical rainforest"; not "2.3" of "version 2.3"): the phrase first
+END_CUT_PENALTY = 0.5  # a lower-case span whose noun phrase runs on after it ("smoking" of
+#                       "smoking regulations"); not where the next word is the property's own
+#                       or the leaf's ("the elderly population", "epic literature")
 UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg", "6 items")
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
 NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
@@ -133,6 +137,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             if first.isalpha() and first.islower() and i not in starts \
                     and _modifies(tokens, i, request, topic):
                 prior -= CUT_PENALTY
+            if last.isalpha() and last.islower() and _runs_on(tokens, j, request, own | topic):
+                prior -= END_CUT_PENALTY
             if first.isalpha() and first.islower() and _counts(tokens, i, request):
                 prior -= UNIT_PENALTY
             if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
@@ -180,6 +186,21 @@ def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
         return False
     return word.islower() and word.isalpha() and lowered not in STOPWORDS \
         and lowered not in FILLER and lowered[:4] not in topic
+
+
+def _runs_on(tokens: list[tuple[str, int]], j: int, request: str,
+             labels: set[str] | frozenset[str]) -> bool:
+    """Whether the word after token `j`, in the same clause, is a lower-case content word
+    that is not one of `labels` (4-letter stems): the span ends inside a noun phrase."""
+    if j + 1 >= len(tokens):
+        return False
+    word, start = tokens[j + 1]
+    lowered = word.lower()
+    if re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]):
+        return False
+    return word.islower() and word.isalpha() and lowered not in STOPWORDS \
+        and lowered not in FILLER and lowered not in _PLACE_PREPOSITIONS \
+        and lowered[:4] not in labels
 
 
 def _ends_phrase(tokens: list[tuple[str, int]], j: int, request: str) -> bool:
