@@ -10,7 +10,9 @@ from typing import Any
 STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is are be as
 into about than then that this these those it its my me i you your we our please can could
 would will shall should do does did get give show tell find set make let up out over under all
-any some what which who whom whose where when how if via per using use""".split())  # noqa: SIM905
+any some what which who whom whose where when how if via per using use there here also not
+was were been being has have had may might must they them their he she him her his us am
+whether while because""".split())  # noqa: SIM905
 QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
 # between a value and its property's name after it: nothing ("the Sales team"), or "as"
 # ("PayPal as your payment method")

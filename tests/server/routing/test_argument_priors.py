@@ -298,3 +298,11 @@ def test_a_number_of_years_old_is_an_age(request_text: str) -> None:
 def test_a_value_does_not_end_inside_its_noun_phrase(name: str, request_text: str,
                                                      value: str) -> None:
     assert candidates(name, {"type": "string"}, request_text)[0].text == value
+
+
+def test_a_function_word_is_no_value() -> None:
+    # dev-easy-121: "Check if there is any ...": `source` took "there"
+    request = "Check if there is any copyright infringement in the book they have published."
+    found = texts("source", request, 48)
+    assert "there" not in found and "they" not in found and "have" not in found
+    assert "book" in found
