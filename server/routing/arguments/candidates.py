@@ -28,8 +28,8 @@ from stackroute.server.routing.arguments.numbers import find_numbers
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.spans import spans, topic_words
 
-__all__ = ["Candidate", "candidates", "enum_matched", "property_words", "schema_of",
-           "topic_words"]
+__all__ = ["WHEN_WORDS", "Candidate", "candidates", "enum_matched", "property_words",
+           "schema_of", "topic_words"]
 
 MAX_CANDIDATES = 48
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -44,6 +44,8 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 # An age said the ways one is said, around its number: "49-year-old", "49 years old", "aged 49"
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
+# A property named for a date or a time: the one a date or a time may be labelled for
+WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 
@@ -93,9 +95,14 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     others = sorted({span for s in siblings for span in _label_of(request, s, own)})
     if not others:
         return found
+    # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
+    # label of 15:38 for `data_sources`)
+    when = sorted({span for s in siblings if WHEN_WORDS & set(property_words(s, {}))
+                   for span in _label_of(request, s, own)})
 
     def is_labelled(c: Candidate) -> bool:
-        return near(c.span, others, request) and not near(c.span, cues, request, before=True)
+        labels = when if c.kind in ("date", "time") else others
+        return near(c.span, labels, request) and not near(c.span, cues, request, before=True)
 
     def holds_label(c: Candidate) -> bool:
         return c.kind == "span" and any(a < c.span[1] and c.span[0] < b for a, b in others)

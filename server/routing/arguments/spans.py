@@ -10,7 +10,7 @@ import re
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import QUOTED, STOPWORDS, near
-from stackroute.server.routing.arguments.dates import find_dates
+from stackroute.server.routing.arguments.dates import find_dates, find_times
 from stackroute.server.routing.arguments.literals import Literal, labels_literal
 
 MAX_SPAN_WORDS = 6
@@ -76,7 +76,7 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     request's (`find_literals`), whose labels are held back."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
     tokens = [(t, start) for t, start in tokens if t]
-    dates = [d.span for d in find_dates(request)]
+    dates = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
     quotes = [m.span() for m in QUOTED.finditer(request)]
     own = {w[:4] for w in words}
 
@@ -156,7 +156,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             if any(a <= start and end <= b for a, b in quotes):
                 prior -= 2.0  # a piece of a quoted value (the whole quote is offered)
             if any(a < end and start < b for a, b in dates):
-                prior -= 3.0  # dates are offered normalised where a property wants one
+                prior -= 3.0  # dates and times are offered normalised where a property
+                #               wants one ("15" of "15:38" is no value)
             kind = "id" if _IDLIKE.fullmatch(text) else "span"
             if is_place and _after_place_word(request, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import (
+    WHEN_WORDS,
     enum_matched,
     property_words,
     schema_of,
@@ -24,8 +25,6 @@ from stackroute.server.routing.arguments.spans import names_a_place
 
 # A property named or formatted for a date or a time takes one by meaning, never other words
 # ("HVAC" is what a `start_date` is for, not when)
-_WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime",
-                         "timestamp"))
 _WHEN_FORMATS = frozenset(("date", "date-time", "time"))
 _WHEN_KINDS = frozenset(("date", "time"))
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
@@ -56,7 +55,7 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
         return Offer([], may_decline=True)  # their values are settled by words (lists.py,
         # polarity.py): "true" means nothing of its own
     fresh = [c for c in found if c.text not in used]
-    if prop.get("format") in _WHEN_FORMATS or _WHEN_WORDS & set(property_words(name, prop)):
+    if prop.get("format") in _WHEN_FORMATS or WHEN_WORDS & set(property_words(name, prop)):
         fresh = [c for c in fresh if c.kind in _WHEN_KINDS]
     return Offer(meaning.matching(name, properties, fresh), may_decline=False)
 

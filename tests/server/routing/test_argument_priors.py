@@ -306,3 +306,23 @@ def test_a_function_word_is_no_value() -> None:
     found = texts("source", request, 48)
     assert "there" not in found and "they" not in found and "have" not in found
     assert "book" in found
+
+
+def test_a_clock_time_is_one_value_held_back_only_by_a_label_of_its_kind() -> None:
+    # dev-easy-127: "social media data at 15:38": "data" labels data_sources, yet 15:38 is a
+    # time (only a time property takes it), and its pieces "15" and "38" are no values at all
+    request = "Provide me with the retail revenue analytics for social media data at 15:38."
+    leaf = ("business_type", "data_sources", "metrics", "time_period")
+
+    def found(name: str) -> list[Any]:
+        return candidates(name, {"type": "string"}, request,
+                          siblings=[n for n in leaf if n != name])
+
+    assert found("time_period")[0].text == "15:38" and found("time_period")[0].prior >= 2.0
+    assert all(c.prior < 0 for c in found("data_sources") if c.text in ("15", "38"))
+    def time_prior(name: str, sibling: str) -> float:
+        found = candidates(name, {"type": "string"}, "Book the end time at 15:38.",
+                           siblings=[sibling])
+        return next(c.prior for c in found if c.text == "15:38")
+
+    assert time_prior("start_time", "end_time") < time_prior("end_time", "start_time")
