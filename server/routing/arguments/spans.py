@@ -1,8 +1,8 @@
 """Word spans as values: every run of up to MAX_SPAN_WORDS words of one clause that neither
 starts nor ends with a function word, scored as a value (names, a property's label next to
 it, the leaf's own words restated, a noun phrase cut after its first word or before its last,
-the whole phrase
-after "called" or "named", and after "about" for a query or topic)."""
+a verb before its object, the whole phrase after "called" or "named", and after "about" for a
+query or topic)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier (
 END_CUT_PENALTY = 0.5  # a lower-case span whose noun phrase runs on after it ("smoking" of
 #                       "smoking regulations"); not where the next word is the property's own
 #                       or the leaf's ("the elderly population", "epic literature")
+VERB_PENALTY = 0.5  # a lower-case word right before an article takes it as its object: a verb
+#                    or a preposition ("undergoing an appendectomy"), not a value
+_ARTICLES = frozenset(("a", "an", "the"))
 UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg", "6 items")
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
 NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
@@ -139,6 +142,8 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                 prior -= CUT_PENALTY
             if last.isalpha() and last.islower() and _runs_on(tokens, j, request, own | topic):
                 prior -= END_CUT_PENALTY
+            if last.isalpha() and last.islower() and _next_word(tokens, j, request) in _ARTICLES:
+                prior -= VERB_PENALTY
             if first.isalpha() and first.islower() and _counts(tokens, i, request):
                 prior -= UNIT_PENALTY
             if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
@@ -189,16 +194,22 @@ def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
         and lowered not in FILLER and lowered[:4] not in topic
 
 
+def _next_word(tokens: list[tuple[str, int]], j: int, request: str) -> str:
+    """The word after token `j` in the same clause, lower-cased ("" where the clause ends)."""
+    if j + 1 >= len(tokens):
+        return ""
+    word, start = tokens[j + 1]
+    if re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]):
+        return ""
+    return word.lower()
+
+
 def _runs_on(tokens: list[tuple[str, int]], j: int, request: str,
              labels: set[str] | frozenset[str]) -> bool:
     """Whether the word after token `j`, in the same clause, is a lower-case content word
     that is not one of `labels` (4-letter stems): the span ends inside a noun phrase."""
-    if j + 1 >= len(tokens):
-        return False
-    word, start = tokens[j + 1]
-    lowered = word.lower()
-    if re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]):
-        return False
+    lowered = _next_word(tokens, j, request)
+    word = tokens[j + 1][0] if lowered else ""
     return word.islower() and word.isalpha() and lowered not in STOPWORDS \
         and lowered not in FILLER and lowered not in _PLACE_PREPOSITIONS \
         and lowered[:4] not in labels

@@ -326,3 +326,11 @@ def test_a_clock_time_is_one_value_held_back_only_by_a_label_of_its_kind() -> No
         return next(c.prior for c in found if c.text == "15:38")
 
     assert time_prior("start_time", "end_time") < time_prior("end_time", "start_time")
+
+
+def test_a_word_before_an_article_is_its_verb_not_a_value() -> None:
+    # dev-easy-86: "and undergoing an appendectomy": `surgical_procedure` took "undergoing"
+    request = "Plan the dosage for a patient weighing 31.5 kg and undergoing an appendectomy."
+    found = {c.text: c.prior for c in candidates("surgical_procedure", {"type": "string"},
+                                                 request)}
+    assert found["appendectomy"] > found["undergoing"]
