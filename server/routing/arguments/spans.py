@@ -35,7 +35,8 @@ FILLER_PENALTY = 2.5  # a span of filler alone: never a value, below even the le
 EDGE_PENALTY = 1.0  # a longer span that starts or ends with one ("restoration in the tropical")
 OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rarely a value
 CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier ("rainforest"
-#                   of "tropical rainforest"; not "2.3" of "version 2.3"): the phrase first
+#                   of "tropical rainforest", "chloride" of "Sodium chloride"; not "2.3" of
+#                   "version 2.3"): the phrase first
 END_CUT_PENALTY = 0.5  # a lower-case span whose noun phrase runs on after it ("smoking" of
 #                       "smoking regulations"); not where the next word is the property's own
 #                       or the leaf's ("the elderly population", "epic literature")
@@ -138,7 +139,7 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             elif asks[0] or asks[-1]:
                 prior -= EDGE_PENALTY
             if first.isalpha() and first.islower() and i not in starts \
-                    and _modifies(tokens, i, request, topic):
+                    and _modifies(tokens, i, request, topic, capital=is_capital(i - 1)):
                 prior -= CUT_PENALTY
             if last.isalpha() and last.islower() and _runs_on(tokens, j, request, own | topic):
                 prior -= END_CUT_PENALTY
@@ -181,17 +182,20 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
 
 
 def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
-              topic: frozenset[str]) -> bool:
+              topic: frozenset[str], *, capital: bool) -> bool:
     """Whether the word before token `i`, in the same clause, is a lower-case content word
-    that is not the leaf's own: the span cuts a noun phrase after its first word."""
+    that is not the leaf's own, or (`capital`: a capitalised word that does not open its
+    sentence) any content word: the span cuts a noun phrase after its first word
+    ("rainforest" of "tropical rainforest", "chloride" of "Sodium chloride")."""
     if i == 0:
         return False
     word, start = tokens[i - 1]
     lowered = word.lower()
     if re.search(r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]]):
         return False
-    return word.islower() and word.isalpha() and lowered not in STOPWORDS \
-        and lowered not in FILLER and lowered[:4] not in topic
+    if not word.isalpha() or lowered in STOPWORDS or lowered in FILLER:
+        return False
+    return capital or (word.islower() and lowered[:4] not in topic)
 
 
 def _next_word(tokens: list[tuple[str, int]], j: int, request: str) -> str:

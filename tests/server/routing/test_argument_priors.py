@@ -334,3 +334,11 @@ def test_a_word_before_an_article_is_its_verb_not_a_value() -> None:
     found = {c.text: c.prior for c in candidates("surgical_procedure", {"type": "string"},
                                                  request)}
     assert found["appendectomy"] > found["undergoing"]
+
+
+def test_a_lower_case_word_after_a_capitalised_one_is_a_cut_name() -> None:
+    # dev-easy-57: "of Sodium chloride chemical": `chemical_name` took "chloride"
+    request = "Calculate the consumption of Sodium chloride chemical with a quantity of 45."
+    found = candidates("chemical_name", {"type": "string"}, request,
+                       siblings=["production_quantity"])
+    assert found[0].text == "Sodium chloride"
