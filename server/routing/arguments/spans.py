@@ -75,12 +75,12 @@ def topic_words(name: str, description: str) -> frozenset[str]:
 def spans(request: str, cues: list[tuple[int, int]], words: list[str],
            literals: list[Literal], *, wants_date: bool = False,
            topic: frozenset[str] = frozenset()) -> list[Candidate]:
-    """Word spans; none that cuts into a date for a property that wants a date (it has the
-    date's normalised forms instead: "January 7" is not a check-out date). `literals`: the
-    request's (`find_literals`), whose labels are held back."""
+    """Word spans; none that cuts into a date or a time for a property that wants a date
+    (it has the date's normalised forms instead: "January 7" is not a check-out date).
+    `literals`: the request's (`find_literals`), whose labels are held back."""
     tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
     tokens = [(t, start) for t, start in tokens if t]
-    dates = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
+    when = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
     quotes = [m.span() for m in QUOTED.finditer(request)]
     own = {w[:4] for w in words}
 
@@ -157,11 +157,11 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                 prior += 2.0  # a name ending with its kind: "the Supreme Court" for `court`
             elif any(t.lower()[:4] in own for t in span_words):
                 prior -= 1.5  # "ID X": the value without its label
-            if wants_date and any(a < end and start < b for a, b in dates):
+            if wants_date and any(a < end and start < b for a, b in when):
                 continue
             if any(a <= start and end <= b for a, b in quotes):
                 prior -= 2.0  # a piece of a quoted value (the whole quote is offered)
-            if any(a < end and start < b for a, b in dates):
+            if any(a < end and start < b for a, b in when):
                 prior -= 3.0  # dates and times are offered normalised where a property
                 #               wants one ("15" of "15:38" is no value)
             kind = "id" if _IDLIKE.fullmatch(text) else "span"
