@@ -37,9 +37,12 @@ OPENING_PENALTY = 2.5  # a span from the request's first word (its verb) is rare
 CUT_PENALTY = 0.5  # a lower-case span whose noun phrase starts a word earlier ("rainforest"
 #                   of "tropical rainforest", "chloride" of "Sodium chloride"; not "2.3" of
 #                   "version 2.3"): the phrase first
-END_CUT_PENALTY = 0.5  # a lower-case span whose noun phrase runs on after it ("smoking" of
-#                       "smoking regulations"); not where the next word is the property's own
-#                       or the leaf's ("the elderly population", "epic literature")
+PHRASE_BONUS = 0.5  # a span that takes in the lower-case word its shorter self would stop
+#                    short of, and ends there: the whole noun phrase ("smoking regulations",
+#                    not "smoking"; "5-8 years"; not where that word is the property's own or
+#                    the leaf's: "the elderly population", "epic literature"). A bonus, not a
+#                    penalty on the shorter span: a value's prior stays its log-odds (below
+#                    zero, `missing_values: ask` asks for it)
 VERB_PENALTY = 0.5  # a lower-case word right before an article takes it as its object: a verb
 #                    or a preposition ("undergoing an appendectomy"), not a value
 _ARTICLES = frozenset(("a", "an", "the"))
@@ -141,8 +144,11 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             if first.isalpha() and first.islower() and i not in starts \
                     and _modifies(tokens, i, request, topic, capital=is_capital(i - 1)):
                 prior -= CUT_PENALTY
-            if last.isalpha() and last.islower() and _runs_on(tokens, j, request, own | topic):
-                prior -= END_CUT_PENALTY
+            if j > i and last.isalpha() and last.islower() \
+                    and tokens[j - 1][0].lower() not in FILLER | STOPWORDS \
+                    and _runs_on(tokens, j - 1, request, own | topic) \
+                    and not _runs_on(tokens, j, request, own | topic):
+                prior += PHRASE_BONUS
             if last.isalpha() and last.islower() and _next_word(tokens, j, request) in _ARTICLES:
                 prior -= VERB_PENALTY
             if first.isalpha() and first.islower() and _counts(tokens, i, request):

@@ -342,3 +342,12 @@ def test_a_lower_case_word_after_a_capitalised_one_is_a_cut_name() -> None:
     found = candidates("chemical_name", {"type": "string"}, request,
                        siblings=["production_quantity"])
     assert found[0].text == "Sodium chloride"
+
+
+def test_a_whole_noun_phrase_leads_and_is_not_asked_for() -> None:
+    # the phrase is lifted, its pieces not lowered: a value the request gives keeps
+    # non-negative log-odds, so `missing_values: ask` does not ask for it
+    found = {c.text: c.prior for c in candidates(
+        "fish_type", {"type": "string"}, "Describe the swimming pattern of manta rays.",
+        topic=frozenset(("swim", "patt")))}
+    assert found["manta rays"] > found["manta"] >= 0
