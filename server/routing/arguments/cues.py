@@ -42,14 +42,18 @@ def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
 
 
 def label_positions(request: str, words: list[str], own: list[str]) -> list[tuple[int, int]]:
-    """`cue_positions` of `words`, each run on over the property's `own` words that follow it
-    directly: where `words` leaves out a word the siblings share ("content" of fat_content
-    and protein_content), "fat content of 13.1%" still labels 13.1 ("fat content" is the
-    label, not "fat" with "content" between it and the value).
+    """`cue_positions` of `words`, each run on over the property's `own` words right beside
+    it, after and before: where `words` leaves out a word the siblings share ("content" of
+    fat_content and protein_content), "fat content of 13.1%" still labels 13.1 ("fat content"
+    is the label, not "fat" with "content" between it and the value), and "soil as the slope
+    material" labels soil.
 
     >>> request = "a fat content of 13.1%"
     >>> [request[a:b] for a, b in label_positions(request, ["fat"], ["fat", "content"])]
     ['fat content']
+    >>> request = "soil as the slope material"
+    >>> [request[a:b] for a, b in label_positions(request, ["material"], ["slope", "material"])]
+    ['slope material']
     """
     spans = cue_positions(request, words)
     if not spans or own == words:
@@ -60,6 +64,9 @@ def label_positions(request: str, words: list[str], own: list[str]) -> list[tupl
         for a, b in owned:
             if a >= end and not request[end:a].strip(" -_"):
                 end = b
+        for a, b in reversed(owned):
+            if b <= start and not request[b:start].strip(" -_"):
+                start = a
         out.append((start, end))
     return out
 

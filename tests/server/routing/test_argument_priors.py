@@ -351,3 +351,13 @@ def test_a_whole_noun_phrase_leads_and_is_not_asked_for() -> None:
         "fish_type", {"type": "string"}, "Describe the swimming pattern of manta rays.",
         topic=frozenset(("swim", "patt")))}
     assert found["manta rays"] > found["manta"] >= 0
+
+
+def test_a_label_starting_with_a_word_the_siblings_share_still_labels_its_value() -> None:
+    # "soil as the slope material": "slope" is every sibling's, so "material" alone cued
+    # slope_material, and "slope" stood between it and "soil"
+    request = "Analyse a slope of 24.3 meters in a clay region with soil as the slope material."
+    leaf = ("slope_height", "slope_material", "slope_geometry")
+    found = candidates("slope_material", {"type": "string"}, request,
+                       siblings=[n for n in leaf if n != "slope_material"])
+    assert found[0].text == "soil"
