@@ -49,7 +49,11 @@ NONE_OPTION = "NONE"
 # How far the candidates' priors (log-odds from the request's own evidence: a value's label,
 # its kind, its place) move the model's choice. Seal-Tools dev, 17 queries, 29 value choices
 # at the gold leaf with SmolLM2 (its unbiased choices recorded, the scale applied after): the
-# model alone 2/29 right, scale 1: 15, 1.5: 18, 2 and above: 19 (the priors alone: 19).
+# model alone 2/29 right, scale 1: 15, 1.5: 18, 2 and above: 19 (the priors alone: 19). The
+# 1.5B tier, Seal-Tools dev, 200 requests at the gold leaf, the 287 value menus that hold the
+# gold value (its unbiased choices recorded, the scale applied after): the model alone 0.920,
+# scale 1: 0.927, 2: 0.948, 3: 0.962, 4: 0.955, the priors alone 0.885 (scratch scaleprobe.py,
+# bench/results/2026-12-06-cpu-right-call-spans/): one scale serves both models.
 PRIOR_SCALE = 2.0
 # `MissingValues.ASK`: a required string or number is asked too where the value it would take
 # (the assignment's, with `priors`; else the best candidate) has negative log-odds: the request
