@@ -92,13 +92,14 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
     the label of that property's value ("the subject" for `message`), not this one's."""
     own = {w[:4] for w in words}
-    others = sorted({span for s in siblings for span in _label_of(request, s, own)})
+    labels = {s: _label_of(request, s, own) for s in siblings}
+    others = sorted({span for spans_of in labels.values() for span in spans_of})
     if not others:
         return found
     # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
     # label of 15:38 for `data_sources`)
-    when = sorted({span for s in siblings if WHEN_WORDS & set(property_words(s, {}))
-                   for span in _label_of(request, s, own)})
+    when = sorted({span for s, spans_of in labels.items()
+                   if WHEN_WORDS & set(property_words(s, {})) for span in spans_of})
 
     def is_labelled(c: Candidate) -> bool:
         labels = when if c.kind in ("date", "time") else others
