@@ -8,13 +8,23 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from stackroute.server.commands.common import (
+    AbstainOpt,
+    ArgumentValuesOpt,
     BaseUrlOpt,
     CalibrationOpt,
     ChatTemplateOpt,
     EngineArgOpt,
+    MissingValuesOpt,
     ModelOpt,
+    NoSpecOpt,
+    OptionalValuesOpt,
     PolicyOpt,
+    PromptOrderOpt,
+    RecallOpt,
     ServedModelNameOpt,
+    ShortlistMarginOpt,
+    ShortlistOpt,
+    UnwindOpt,
     err_console,
     fail,
 )
@@ -43,11 +53,8 @@ def serve(
         "--log-level", help="debug | info | warning | error")] = None,
     policy: PolicyOpt = None,
     calibration: CalibrationOpt = None,
-    no_speculation: Annotated[bool, typer.Option(
-        "--no-speculation", help="route step by step (the speculation setting: off)")] = False,
-    unwinding: Annotated[bool | None, typer.Option(
-        "--unwinding/--no-unwinding", help="plain policy: unwind the stack in one pass (the "
-                                           "unwinding setting)")] = None,
+    no_speculation: NoSpecOpt = False,
+    unwinding: UnwindOpt = None,
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="transformers engine precision: auto | float32 | bfloat16 "
                         "(the dtype setting)")] = None,
@@ -72,29 +79,14 @@ def serve(
     max_tool_menu: Annotated[int | None, typer.Option(
         "--max-tool-menu", help="a chat request's tools list wider than this is grouped into "
                                 "a tree before routing [default: 40]")] = None,
-    prompt_order: Annotated[str | None, typer.Option(
-        "--prompt-order", help="menu-first | request-first: where routing prompts put the "
-                               "root's menu (the prompt_order setting)")] = None,
-    shortlist: Annotated[bool | None, typer.Option(
-        "--shortlist/--no-shortlist", help="shortlist inner menus where the leaf evidence is "
-                                           "sure (the shortlist setting)")] = None,
-    shortlist_margin: Annotated[float | None, typer.Option(
-        "--shortlist-margin", min=0.0, help="the shortlist_margin setting")] = None,
-    abstain: Annotated[bool | None, typer.Option(
-        "--abstain/--no-abstain", help="end a run with no call when the model's fitted check "
-                                       "says no leaf fits (the abstain setting)")] = None,
-    argument_values: Annotated[str | None, typer.Option(
-        "--argument-values", help="model | priors: who picks argument values among the "
-                                  "request's (the argument_values setting)")] = None,
-    missing_values: Annotated[str | None, typer.Option(
-        "--missing-values", help="ask | write: a required value the request lacks is asked "
-                                 "of the user or made up (the missing_values setting)")] = None,
-    optional_values: Annotated[str | None, typer.Option(
-        "--optional-values", help="words | meaning: which optional properties a call fills "
-                                  "(the optional_values setting)")] = None,
-    recall_after_backs: Annotated[int | None, typer.Option(
-        "--recall-after-backs", min=0, help="after this many BACKs in a frame the evidence "
-        "decides it; 0: off (the recall_after_backs setting)")] = None,
+    prompt_order: PromptOrderOpt = None,
+    shortlist: ShortlistOpt = None,
+    shortlist_margin: ShortlistMarginOpt = None,
+    abstain: AbstainOpt = None,
+    argument_values: ArgumentValuesOpt = None,
+    missing_values: MissingValuesOpt = None,
+    optional_values: OptionalValuesOpt = None,
+    recall_after_backs: RecallOpt = None,
     chat_template: ChatTemplateOpt = None,
     engine_arg: EngineArgOpt = None,
     served_model_name: ServedModelNameOpt = None,

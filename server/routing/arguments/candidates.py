@@ -16,20 +16,18 @@ from typing import Any
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
-    QUOTED,
     label_positions,
     near,
     property_words,
 )
-from stackroute.server.routing.arguments.dates import date_forms, find_dates, find_times, time_forms
+from stackroute.server.routing.arguments.dates import date_forms, time_forms
 from stackroute.server.routing.arguments.lists import list_candidates
-from stackroute.server.routing.arguments.literals import find_literals
-from stackroute.server.routing.arguments.numbers import find_numbers
 from stackroute.server.routing.arguments.polarity import boolean_candidates
+from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import spans, topic_words
 
-__all__ = ["WHEN_WORDS", "Candidate", "candidates", "enum_matched", "property_words",
-           "schema_of", "topic_words"]
+__all__ = ["WHEN_FORMATS", "WHEN_WORDS", "Candidate", "candidates", "enum_matched",
+           "property_words", "schema_of", "topic_words"]
 
 MAX_CANDIDATES = 48
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -46,11 +44,12 @@ _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 # A property named for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
+WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 
 
-def candidates(name: str, schema: Mapping[str, Any], request: str, *,
+def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText, *,
                siblings: Sequence[str] = (), topic: frozenset[str] = frozenset(),
                ) -> list[Candidate]:
     """The values `request` holds for property `name` (its JSON schema `schema`), most
@@ -58,26 +57,29 @@ def candidates(name: str, schema: Mapping[str, Any], request: str, *,
     properties; a value the request labels with a sibling's name ("the ID X" for `post_id`)
     and not with this property's is held back (SIBLING_PENALTY). `topic`: the leaf's own
     words (`topic_words`); a plain span of them, or of FILLER, is the request restating the
-    tool ("assess the supply chain *risk*"), held back by TOPIC_PENALTY."""
+    tool ("assess the supply chain *risk*"), held back by TOPIC_PENALTY. A leaf's properties
+    share one reading of the request (`RequestText.read`); a string is read here."""
+    read = request if isinstance(request, RequestText) else RequestText.read(request)
+    text = read.text
     kind = schema.get("type")
     words = property_words(name, schema)
     shared = {w for s in siblings for w in property_words(s, {})}
     # a word the siblings share ("number" of policy_number and flight_number) labels neither
-    cues = label_positions(request, [w for w in words if w not in shared] or words, words)
+    cues = label_positions(text, [w for w in words if w not in shared] or words, words)
     if "enum" in schema:
-        found = _enum_candidates(schema["enum"], request)
+        found = _enum_candidates(schema["enum"], text)
     elif kind == "boolean":
-        found = boolean_candidates(request, cues)
+        found = boolean_candidates(text, cues)
     elif kind in ("integer", "number"):
-        found = _number_candidates(kind, request, cues, words)
+        found = _number_candidates(kind, read, cues, words)
     elif kind in ("string", None):
-        found = _string_candidates(name, schema, request, cues, words, topic)
+        found = _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
-        found = list_candidates(name, schema, request, siblings=siblings, topic=topic,
+        found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
                                 element=candidates)
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
-    found = _held_back(found, request, cues, words, siblings)
+    found = _held_back(found, text, cues, words, siblings)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
@@ -101,16 +103,16 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     when = sorted({span for s, spans_of in labels.items()
                    if WHEN_WORDS & set(property_words(s, {})) for span in spans_of})
 
-    def is_labelled(c: Candidate) -> bool:
-        labels = when if c.kind in ("date", "time") else others
-        return near(c.span, labels, request) and not near(c.span, cues, request, before=True)
+    def is_labelled(span: tuple[int, int], kind: str) -> bool:
+        labels = when if kind in ("date", "time") else others
+        return near(span, labels, request) and not near(span, cues, request, before=True)
 
-    def holds_label(c: Candidate) -> bool:
-        return c.kind == "span" and any(a < c.span[1] and c.span[0] < b for a, b in others)
+    def holds_label(span: tuple[int, int], kind: str) -> bool:
+        return kind == "span" and any(a < span[1] and span[0] < b for a, b in others)
 
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
-            if c.span is not None and (is_labelled(c) or holds_label(c)) else c
-            for c in found]
+            if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
+            else c for c in found]
 
 
 def schema_of(prop: Any) -> Mapping[str, Any]:
@@ -156,13 +158,13 @@ def _option_text(value: Any) -> str:
     return value if isinstance(value, str) and value else json.dumps(value)
 
 
-def _number_candidates(kind: str, request: str, cues: list[tuple[int, int]],
+def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]],
                        words: list[str]) -> list[Candidate]:
-    blocked = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
+    request, blocked = read.text, read.when
     money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
                       "income", "balance", "payment") for w in words)
     out = []
-    for number in find_numbers(request):
+    for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
             continue
         value = number.value
@@ -178,9 +180,10 @@ def _number_candidates(kind: str, request: str, cues: list[tuple[int, int]],
     return out
 
 
-def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
+def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                        cues: list[tuple[int, int]], words: list[str],
                        topic: frozenset[str] = frozenset()) -> list[Candidate]:
+    request = read.text
     fmt = schema.get("format")
     pattern = schema.get("pattern")
     described = " ".join(words) + " " + str(schema.get("description", "")).lower()
@@ -191,7 +194,7 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
             return out
     wants_date = fmt in ("date", "date-time") or any(w in described for w in _DATE_WORDS)
     if wants_date:
-        for found in find_dates(request):
+        for found in read.dates:
             prior = 3.0 if fmt in ("date", "date-time") or "date" in described else 1.0
             forms = date_forms(found, schema_format=fmt)
             if pattern and found.year is not None:
@@ -200,7 +203,7 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
     if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
         # a property named for a time ("time_period") takes a clock time as its own kind
         prior = 3.0 if fmt in ("time", "date-time") or "time" in words else 2.0
-        for found_time in find_times(request):
+        for found_time in read.times:
             out += [Candidate(f, f, "time", prior, found_time.span)
                     for f in time_forms(found_time, schema_format=fmt)]
     if "language" in words or "lang" in words:
@@ -209,15 +212,14 @@ def _string_candidates(name: str, schema: Mapping[str, Any], request: str,
     if "phone" in words or fmt == "phone":
         out += [Candidate(m[0].strip(), m[0].strip(), "phone", 3.0)
                 for m in _PHONE.finditer(request)]
-    if fmt in ("date", "date-time", "time", "email"):
+    if fmt in WHEN_FORMATS or fmt == "email":
         return out
-    for match in QUOTED.finditer(request):
+    for match in read.quoted:
         out += _quoted(match, near(match.span(), cues, request, before=True))
-    literals = find_literals(request)
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),
-                      lit.span) for lit in literals]
-    out += spans(request, cues, words, literals, wants_date=wants_date, topic=topic)
+                      lit.span) for lit in read.literals]
+    out += spans(read, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
         out = [c for c in out if _matches(pattern, c.text)]
     return out

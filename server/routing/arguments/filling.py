@@ -42,6 +42,7 @@ from stackroute.server.routing.arguments.candidates import (
     topic_words,
 )
 from stackroute.server.routing.arguments.meaning import ValueMeaning
+from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.support import Offer, offered
 from stackroute.server.routing.options import ArgumentValues, MissingValues
 
@@ -269,10 +270,11 @@ def value_coverage(leaf: Node, task: str) -> float:
 
 
 def _menus(leaf: Node, order: list[str], task: str) -> dict[str, list[Candidate]]:
-    """Each property's candidates from `task`, in `order`."""
+    """Each property's candidates from `task` (read once for all of them), in `order`."""
     properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
     topic = topic_words(leaf.name, leaf.description or "")
-    return {name: candidates(name, schema_of(properties[name]), task,
+    read = RequestText.read(task)
+    return {name: candidates(name, schema_of(properties[name]), read,
                              siblings=[n for n in properties if n != name], topic=topic)
             for name in order}
 

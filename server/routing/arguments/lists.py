@@ -22,6 +22,7 @@ from typing import Any
 
 from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.request_text import RequestText
 
 LIST_KINDS = frozenset(("email", "phone", "literal", "enum"))
 TYPED_KINDS = frozenset(("email", "phone", "enum"))  # only this property's kind of value
@@ -31,7 +32,7 @@ LITERAL_LIST_PRIOR = 1.0  # a list of URLs, paths or addresses for any list of s
 Element = Callable[..., list[Candidate]]  # candidates() for one item
 
 
-def list_candidates(name: str, schema: Mapping[str, Any], request: str, *,
+def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, *,
                     siblings: Sequence[str], topic: frozenset[str],
                     element: Element) -> list[Candidate]:
     """The array of every copyable value of the items' kind, or nothing."""
@@ -43,7 +44,7 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: str, *,
     found = [c for c in element(name, described, request, siblings=siblings, topic=topic)
              if c.kind in LIST_KINDS and c.prior > 0]
     values: list[Any] = []
-    for candidate in sorted(found, key=lambda c: _place(c, request)):
+    for candidate in sorted(found, key=lambda c: _place(c, request.text)):
         if candidate.value not in values:
             values.append(candidate.value)
     limit = schema.get("maxItems", MAX_ITEMS)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 
 from stackroute.server.routing.arguments.candidate import Candidate
-from stackroute.server.routing.arguments.cues import QUOTED, STOPWORDS, near
-from stackroute.server.routing.arguments.dates import find_dates, find_times
-from stackroute.server.routing.arguments.literals import Literal, labels_literal
+from stackroute.server.routing.arguments.cues import STOPWORDS, near
+from stackroute.server.routing.arguments.literals import labels_literal
+from stackroute.server.routing.arguments.request_text import RequestText
 
 MAX_SPAN_WORDS = 6
-_WORD = re.compile(r"[\w$€£@#][\w.@/+'’#-]*[\w%]|[\w$€£%]")
 _IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
 _NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
@@ -75,25 +74,20 @@ def topic_words(name: str, description: str) -> frozenset[str]:
                      if len(w) >= 3 and w.lower() not in STOPWORDS)
 
 
-def spans(request: str, cues: list[tuple[int, int]], words: list[str],
-           literals: list[Literal], *, wants_date: bool = False,
-           topic: frozenset[str] = frozenset()) -> list[Candidate]:
+def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *,
+          wants_date: bool = False, topic: frozenset[str] = frozenset()) -> list[Candidate]:
     """Word spans; none that cuts into a date or a time for a property that wants a date
     (it has the date's normalised forms instead: "January 7" is not a check-out date).
-    `literals`: the request's (`find_literals`), whose labels are held back."""
-    tokens = [(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(request)]
-    tokens = [(t, start) for t, start in tokens if t]
-    when = [d.span for d in find_dates(request)] + [t.span for t in find_times(request)]
-    quotes = [m.span() for m in QUOTED.finditer(request)]
+    The request's literals' labels are held back."""
+    whole = request.text
+    tokens, starts = request.tokens, request.starts
+    when, quotes = request.when, request.quotes
+    literals = list(request.literals)
     own = {w[:4] for w in words}
 
-    # each sentence's (or line's) first word: its verb ("Choose PayPal as ..."), capitalised
-    # for the sentence, not for a name
-    starts = {k for k, (_, start) in enumerate(tokens) if k == 0 or re.search(
-        r"[.!?\n]", request[tokens[k - 1][1] + len(tokens[k - 1][0]):start])}
-
     def is_capital(k: int) -> bool:
-        return 0 <= k < len(tokens) and k not in starts and tokens[k][0][:1].isupper()
+        # a sentence's (or line's) first word is capitalised for the sentence, not a name
+        return 0 <= k < len(tokens) and k not in starts and tokens[k].word[:1].isupper()
 
     is_id = any(w in ID_LIKE_WORDS for w in words)
     names_an_id = bool(words) and words[-1] in ID_NAME_ENDINGS
@@ -102,26 +96,26 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
     out = []
     for i in range(len(tokens)):
         # what stands before the span's first word is the same for every span it starts
-        before = request[:tokens[i][1]]
+        before = whole[:tokens[i].start]
         bonus = (NAMED_BONUS if _NAMING.search(before) else 0.0) \
             + (SUBJECT_BONUS if is_subject and _ABOUT.search(before) else 0.0)
         for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
-            first, last = tokens[i][0], tokens[j][0]
+            first, last = tokens[i].word, tokens[j].word
             if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
                 continue
             if i in starts and j == i and first[:1].isupper() and len(tokens) > 1:
                 continue  # a sentence's opening verb ("Send", "Find")
-            start = tokens[i][1]
-            end = tokens[j][1] + len(last)
+            start, end = tokens[i].start, tokens[j].end
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
-            if re.search(r"[.;!?]\s|,\s|[()\[\]\n]", request[start:end]):
+            if re.search(r"[.;!?]\s|,\s|[()\[\]\n]", whole[start:end]):
                 continue  # spans stay inside one clause and line (and out of brackets)
-            text = request[start:end]
+            text = whole[start:end]
             if any(q in text for q in "\"“”") or all(
-                    t.lower() in STOPWORDS or t.lower()[:4] in own for t, _ in tokens[i:j + 1]):
+                    t.word.lower() in STOPWORDS or t.word.lower()[:4] in own
+                    for t in tokens[i:j + 1]):
                 continue  # a quote's edge, or the property's own name ("ID", "post ID")
-            span_words = [t for t, _ in tokens[i:j + 1]]
+            span_words = [t.word for t in tokens[i:j + 1]]
             # a name: capitalised words, joiners between, and a number right after one of
             # its capitalised words ("Bank of America", "Boeing 777", "BMW 3 Series")
             capitalised = i not in starts and span_words[0][:1].isupper() \
@@ -142,16 +136,16 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
             elif asks[0] or asks[-1]:
                 prior -= EDGE_PENALTY
             if first.isalpha() and first.islower() and i not in starts \
-                    and _modifies(tokens, i, request, topic, capital=is_capital(i - 1)):
+                    and _modifies(request, i, topic, capital=is_capital(i - 1)):
                 prior -= CUT_PENALTY
             if j > i and last.isalpha() and last.islower() \
-                    and tokens[j - 1][0].lower() not in FILLER | STOPWORDS \
-                    and _runs_on(tokens, j - 1, request, own | topic) \
-                    and not _runs_on(tokens, j, request, own | topic):
+                    and tokens[j - 1].word.lower() not in FILLER | STOPWORDS \
+                    and _runs_on(request, j - 1, own | topic) \
+                    and not _runs_on(request, j, own | topic):
                 prior += PHRASE_BONUS
-            if last.isalpha() and last.islower() and _next_word(tokens, j, request) in _ARTICLES:
+            if last.isalpha() and last.islower() and _next_word(request, j) in _ARTICLES:
                 prior -= VERB_PENALTY
-            if first.isalpha() and first.islower() and _counts(tokens, i, request):
+            if first.isalpha() and first.islower() and _counts(request, i):
                 prior -= UNIT_PENALTY
             if i in starts and len(tokens) > 1 and j > i and not first[:1].isdigit():
                 prior -= OPENING_PENALTY  # "Retrieve information about": the ask, not a value
@@ -171,78 +165,66 @@ def spans(request: str, cues: list[tuple[int, int]], words: list[str],
                 prior -= 3.0  # dates and times are offered normalised where a property
                 #               wants one ("15" of "15:38" is no value)
             kind = "id" if _IDLIKE.fullmatch(text) else "span"
-            if is_place and _after_place_word(request, start):
+            if is_place and _after_place_word(whole, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if _IDLIKE.fullmatch(text):
                 prior += 2.0 if is_id else 0.5
             elif names_an_id and _PLAIN_WORDS.fullmatch(text):
                 prior -= WORD_ID_PENALTY
-            if labels_literal(request, end, literals) and not any(
+            if labels_literal(whole, end, literals) and not any(
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY
-            prior += 2.0 if near((start, end), cues, request, before=True) else 0.0
-            if bonus and _ends_phrase(tokens, j, request):
+            prior += 2.0 if near((start, end), cues, whole, before=True) else 0.0
+            if bonus and _ends_phrase(request, j):
                 prior += bonus
             out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
 
 
-def _modifies(tokens: list[tuple[str, int]], i: int, request: str,
-              topic: frozenset[str], *, capital: bool) -> bool:
+def _modifies(request: RequestText, i: int, topic: frozenset[str], *, capital: bool) -> bool:
     """Whether the word before token `i`, in the same clause, is a lower-case content word
     that is not the leaf's own, or (`capital`: a capitalised word that does not open its
     sentence) any content word: the span cuts a noun phrase after its first word
     ("rainforest" of "tropical rainforest", "chloride" of "Sodium chloride")."""
-    if i == 0:
+    if i == 0 or not request.same_clause(i - 1, i):
         return False
-    word, start = tokens[i - 1]
+    word = request.tokens[i - 1].word
     lowered = word.lower()
-    if re.search(r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]]):
-        return False
     if not word.isalpha() or lowered in STOPWORDS or lowered in FILLER:
         return False
     return capital or (word.islower() and lowered[:4] not in topic)
 
 
-def _next_word(tokens: list[tuple[str, int]], j: int, request: str) -> str:
+def _next_word(request: RequestText, j: int) -> str:
     """The word after token `j` in the same clause, lower-cased ("" where the clause ends)."""
-    if j + 1 >= len(tokens):
+    if j + 1 >= len(request.tokens) or not request.same_clause(j, j + 1):
         return ""
-    word, start = tokens[j + 1]
-    if re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]):
-        return ""
-    return word.lower()
+    return request.tokens[j + 1].word.lower()
 
 
-def _runs_on(tokens: list[tuple[str, int]], j: int, request: str,
-             labels: set[str] | frozenset[str]) -> bool:
+def _runs_on(request: RequestText, j: int, labels: set[str] | frozenset[str]) -> bool:
     """Whether the word after token `j`, in the same clause, is a lower-case content word
     that is not one of `labels` (4-letter stems): the span ends inside a noun phrase."""
-    lowered = _next_word(tokens, j, request)
-    word = tokens[j + 1][0] if lowered else ""
+    lowered = _next_word(request, j)
+    word = request.tokens[j + 1].word if lowered else ""
     return word.islower() and word.isalpha() and lowered not in STOPWORDS \
         and lowered not in FILLER and lowered not in _PLACE_PREPOSITIONS \
         and lowered[:4] not in labels
 
 
-def _ends_phrase(tokens: list[tuple[str, int]], j: int, request: str) -> bool:
+def _ends_phrase(request: RequestText, j: int) -> bool:
     """Whether the phrase ends with token `j`: the request ends, a clause mark follows, or the
     next word is a function word ("Budget review | on Monday")."""
-    if j + 1 >= len(tokens):
+    if j + 1 >= len(request.tokens) or not request.same_clause(j, j + 1):
         return True
-    word, start = tokens[j + 1]
-    return word.lower() in STOPWORDS or bool(
-        re.search(r"[.,;:!?()\[\]\"“”]", request[tokens[j][1] + len(tokens[j][0]):start]))
+    return request.tokens[j + 1].word.lower() in STOPWORDS
 
 
-def _counts(tokens: list[tuple[str, int]], i: int, request: str) -> bool:
+def _counts(request: RequestText, i: int) -> bool:
     """Whether token `i` follows a number in the same clause: the number's unit or what it
     counts ("weighing 31.5 kg", "a list of 6 items"), not a value of its own."""
-    if i == 0:
-        return False
-    word, start = tokens[i - 1]
-    return bool(re.fullmatch(r"[$€£]?\d[\d,.]*[kKMB%]?", word)) and not re.search(
-        r"[.,;:!?()\[\]\"“”]", request[start + len(word):tokens[i][1]])
+    return i > 0 and request.same_clause(i - 1, i) and bool(
+        re.fullmatch(r"[$€£]?\d[\d,.]*[kKMB%]?", request.tokens[i - 1].word))
 
 
 def names_a_place(words: list[str], candidate: Candidate, request: str) -> bool:

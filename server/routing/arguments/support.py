@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import (
+    WHEN_FORMATS,
     WHEN_WORDS,
     enum_matched,
     property_words,
@@ -23,9 +24,6 @@ from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
 
-# A property named or formatted for a date or a time takes one by meaning, never other words
-# ("HVAC" is what a `start_date` is for, not when)
-_WHEN_FORMATS = frozenset(("date", "date-time", "time"))
 _WHEN_KINDS = frozenset(("date", "time"))
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
                           "language"))
@@ -55,7 +53,9 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
         return Offer([], may_decline=True)  # their values are settled by words (lists.py,
         # polarity.py): "true" means nothing of its own
     fresh = [c for c in found if c.text not in used]
-    if prop.get("format") in _WHEN_FORMATS or WHEN_WORDS & set(property_words(name, prop)):
+    # a property named or formatted for a date or a time takes one by meaning, never other
+    # words ("HVAC" is what a `start_date` is for, not when)
+    if prop.get("format") in WHEN_FORMATS or WHEN_WORDS & set(property_words(name, prop)):
         fresh = [c for c in fresh if c.kind in _WHEN_KINDS]
     return Offer(meaning.matching(name, properties, fresh), may_decline=False)
 

@@ -13,6 +13,7 @@ from stackroute.server.routing.arguments.candidates import (
     SIBLING_PENALTY,
     candidates,
 )
+from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import OPENING_PENALTY
 
 POST = 'Tell me the engagement metrics for the Facebook post with the ID "rOBhSVKGVKe.'
@@ -361,3 +362,22 @@ def test_a_label_starting_with_a_word_the_siblings_share_still_labels_its_value(
     found = candidates("slope_material", {"type": "string"}, request,
                        siblings=[n for n in leaf if n != "slope_material"])
     assert found[0].text == "soil"
+
+
+def test_one_reading_of_the_request_serves_every_property_as_its_own_would() -> None:
+    # a leaf's properties share one RequestText (filling._menus): each property's candidates
+    # are the ones a reading of its own gives, for every kind of value
+    request = ('Book 2 rooms at "Hotel Lux" on 7 Jan 2026 at 9am for ana@example.com, '
+               "budget $1.2M, see https://a.example/x and file /srv/a/b.csv.")
+    schemas: dict[str, dict[str, Any]] = {
+        "rooms": {"type": "integer"}, "hotel_name": {"type": "string"},
+        "check_in": {"type": "string", "format": "date"}, "time": {"type": "string"},
+        "email": {"type": "string"}, "budget": {"type": "number"},
+        "links": {"type": "array", "items": {"type": "string"}},
+        "is_refundable": {"type": "boolean"}}
+    read = RequestText.read(request)
+    for name, schema in schemas.items():
+        siblings = [n for n in schemas if n != name]
+        shared = candidates(name, schema, read, siblings=siblings)
+        assert shared, name
+        assert shared == candidates(name, schema, request, siblings=siblings), name
