@@ -18,6 +18,9 @@ QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
 # ("PayPal as your payment method")
 LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
 # words between a property's name and its value: "named X", "ID no. 5", "located at /a/b"
+# a place preposition between a property's name and a name after it: the name says where
+# ("a facial treatment at Tranquil Wellness Center", "jobs in Berlin"), not the value
+_WHERE = frozenset(("at", "in", "near", "from", "within", "around", "inside"))
 _CONNECTORS = frozenset(("is", "named", "called", "id", "number", "no", "#", "located", "found",
                          "stored", "hosted", "saved", "available"))
 
@@ -83,6 +86,8 @@ def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
         if end <= span[0]:
             between = request[end:span[0]].lower().split()
             between = [w.strip(".,:;\"'()[]") for w in between]
+            if between and between[-1] in _WHERE and request[span[0]].isupper():
+                continue  # "treatment at Tranquil Spa": where the thing is, not what
             if len(between) <= 3 and all(w in STOPWORDS or w in _CONNECTORS
                                          for w in between if w):
                 return True

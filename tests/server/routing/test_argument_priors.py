@@ -381,3 +381,21 @@ def test_one_reading_of_the_request_serves_every_property_as_its_own_would() -> 
         shared = candidates(name, schema, read, siblings=siblings)
         assert shared, name
         assert shared == candidates(name, schema, request, siblings=siblings), name
+
+
+def test_a_name_after_a_place_preposition_is_where_the_labelled_thing_is() -> None:
+    # dev-easy-81: "a facial treatment at Tranquil Wellness Center" labelled the centre for
+    # treatment_type, so spa_name held it back as a sibling's value and took "John Smith"
+    request = ("Book a facial treatment at Tranquil Wellness Center for John Smith on June 24, "
+               "2002, at 09:16, with a duration of 86 minutes.")
+    leaf = ("spa_name", "date", "time", "treatment_type", "duration", "customer_name")
+
+    def first(name: str) -> str:
+        return candidates(name, {"type": "string"}, request,
+                          siblings=[n for n in leaf if n != name])[0].text
+
+    assert first("treatment_type") == "facial"
+    assert first("spa_name") == "Tranquil Wellness Center"
+    # a number after the preposition is still the labelled thing's ("a speed at 60")
+    assert texts("speed", "Set the fan speed at 60 for the kitchen.", 1,
+                 {"type": "integer"}) == ["60"]
