@@ -174,7 +174,11 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if labels_literal(whole, end, literals) and not any(
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY
-            prior += 2.0 if near((start, end), cues, whole, before=True) else 0.0
+            # a label beside the leaf's own words is the tool's name said again, no label
+            # ("the public transportation information" for `transportation_type`)
+            restated = all(asks) and not capitalised
+            if not restated and near((start, end), cues, whole, before=True):
+                prior += 2.0
             if bonus and _ends_phrase(request, j):
                 prior += bonus
             out.append(Candidate(text, text, kind, prior, (start, end)))

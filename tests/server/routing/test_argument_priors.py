@@ -12,6 +12,7 @@ from stackroute.server.routing.arguments.candidates import (
     LITERAL_PRIOR,
     SIBLING_PENALTY,
     candidates,
+    topic_words,
 )
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import OPENING_PENALTY
@@ -399,3 +400,16 @@ def test_a_name_after_a_place_preposition_is_where_the_labelled_thing_is() -> No
     # a number after the preposition is still the labelled thing's ("a speed at 60")
     assert texts("speed", "Set the fan speed at 60 for the kitchen.", 1,
                  {"type": "integer"}) == ["60"]
+
+
+def test_a_label_beside_the_leafs_own_words_is_its_name_said_again() -> None:
+    # dev-easy-41: "forest restoration" (the leaf's name, getForestRestorationProgress) put
+    # `forest_type`'s label on "restoration"; the rainforest the request names is the value
+    request = ("Provide me with the progress of forest restoration in the tropical rainforest "
+               "of Brazil in the year 1992.")
+    topic = topic_words("getForestRestorationProgress",
+                        "Retrieve the progress of forest restoration")
+    found = {c.text: c.prior for c in candidates("forest_type", {"type": "string"}, request,
+                                                 siblings=["location", "year"], topic=topic)}
+    assert found["tropical rainforest"] > found["restoration"]  # (Brazil: `location`'s)
+    assert found["restoration"] < 0
