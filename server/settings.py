@@ -88,8 +88,9 @@ class ServerSettings(BaseSettings):
     speculation: DraftSource = Field(
         DraftSource.ROUTES, description="speculative routing: verify drafted paths in one "
         "pass (routes: a route cache of requests seen before | evidence: leaf embeddings | "
-        "both | off); decisions stay step-by-step routing's; engines that cannot verify "
-        "paths (vllm, remote) route step by step; guided routing goes step by step")
+        "both | off); decisions stay step-by-step routing's (guided: each level verified "
+        "under the bias guided routing puts there); engines that cannot verify paths (vllm, "
+        "remote) route step by step")
     unwinding: bool = Field(
         False, description="plain policy: verify the DONE answers that unwind the stack after "
         "a call in one pass (decisions never change; fewer model calls, no faster on a "

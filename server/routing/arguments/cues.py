@@ -17,10 +17,10 @@ QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
 # between a value and its property's name after it: nothing ("the Sales team"), or "as"
 # ("PayPal as your payment method")
 LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
-# words between a property's name and its value: "named X", "ID no. 5", "located at /a/b"
 # a place preposition between a property's name and a name after it: the name says where
 # ("a facial treatment at Tranquil Wellness Center", "jobs in Berlin"), not the value
 _WHERE = frozenset(("at", "in", "near", "from", "within", "around", "inside"))
+# words between a property's name and its value: "named X", "ID no. 5", "located at /a/b"
 _CONNECTORS = frozenset(("is", "named", "called", "id", "number", "no", "#", "located", "found",
                          "stored", "hosted", "saved", "available"))
 
@@ -76,7 +76,8 @@ def label_positions(request: str, words: list[str], own: list[str]) -> list[tupl
 
 def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
          before: bool = False) -> bool:
-    """A cue word ends at most a few function words before `span`; with `before`, also: a
+    """A cue word ends at most a few function words before `span` (where the last is a place
+    preposition, `span` must not be a name: "treatment at Tranquil Spa"); with `before`, also: a
     cue word follows `span` directly (the value names its kind's noun: "the Sales team") or
     after "as" ("PayPal as your payment method")."""
     for start, end in cues:
