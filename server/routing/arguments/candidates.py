@@ -24,9 +24,9 @@ from stackroute.server.routing.arguments.dates import date_forms, time_forms
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
-from stackroute.server.routing.arguments.spans import spans, topic_words
+from stackroute.server.routing.arguments.spans import NO_LEAF_WORDS, LeafWords, spans, topic_words
 
-__all__ = ["WHEN_FORMATS", "WHEN_WORDS", "Candidate", "candidates", "enum_matched",
+__all__ = ["WHEN_FORMATS", "WHEN_WORDS", "Candidate", "LeafWords", "candidates", "enum_matched",
            "property_words", "schema_of", "topic_words"]
 
 MAX_CANDIDATES = 48
@@ -50,7 +50,7 @@ LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copie
 
 
 def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText, *,
-               siblings: Sequence[str] = (), topic: frozenset[str] = frozenset(),
+               siblings: Sequence[str] = (), topic: LeafWords = NO_LEAF_WORDS,
                ) -> list[Candidate]:
     """The values `request` holds for property `name` (its JSON schema `schema`), most
     plausible first, unique by text, at most MAX_CANDIDATES. `siblings`: the leaf's other
@@ -182,7 +182,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
 
 def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                        cues: list[tuple[int, int]], words: list[str],
-                       topic: frozenset[str] = frozenset()) -> list[Candidate]:
+                       topic: LeafWords) -> list[Candidate]:
     request = read.text
     fmt = schema.get("format")
     pattern = schema.get("pattern")

@@ -23,6 +23,7 @@ from typing import Any
 from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.request_text import RequestText
+from stackroute.server.routing.arguments.spans import LeafWords
 
 LIST_KINDS = frozenset(("email", "phone", "literal", "enum"))
 TYPED_KINDS = frozenset(("email", "phone", "enum"))  # only this property's kind of value
@@ -33,7 +34,7 @@ Element = Callable[..., list[Candidate]]  # candidates() for one item
 
 
 def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, *,
-                    siblings: Sequence[str], topic: frozenset[str],
+                    siblings: Sequence[str], topic: LeafWords,
                     element: Element) -> list[Candidate]:
     """The array of every copyable value of the items' kind, or nothing."""
     items = schema.get("items")

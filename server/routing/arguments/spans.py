@@ -7,6 +7,7 @@ query or topic)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import STOPWORDS, near
@@ -66,16 +67,41 @@ _SUBJECT_WORDS = frozenset(("query", "topic", "subject", "keyword", "keywords", 
                             "search", "q"))
 
 
-def topic_words(name: str, description: str) -> frozenset[str]:
-    """A leaf's own words, 4-letter stems: its name split at _ and camelCase, and its
-    description's words, function words left out."""
+@dataclass(frozen=True)
+class LeafWords:
+    """A leaf's own words: `stems`, their 4-letter stems (`stem in words`), and `text`, its
+    name split at _ and camelCase and its description, lower case, one space between words."""
+
+    stems: frozenset[str] = frozenset()
+    text: str = ""
+
+    def __contains__(self, stem: object) -> bool:
+        return stem in self.stems
+
+    def says(self, phrase: str) -> bool:
+        """Whether the leaf's text holds `phrase` (its words, in order, whole)."""
+        return f" {phrase.lower()} " in f" {self.text} "
+
+
+NO_LEAF_WORDS = LeafWords()
+
+
+def topic_words(name: str, description: str) -> LeafWords:
+    """A leaf's own words: its name split at _ and camelCase, and its description's words
+    (the stems leave function words out).
+
+    >>> words = topic_words("getForestRestorationProgress", "Retrieve forest restoration data")
+    >>> "rest" in words, words.says("forest restoration"), words.says("forest data")
+    (True, True, False)
+    """
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ") + " " + description
-    return frozenset(w.lower()[:4] for w in re.findall(r"[A-Za-z]+", text)
-                     if len(w) >= 3 and w.lower() not in STOPWORDS)
+    words = re.findall(r"[A-Za-z0-9]+", text.lower())
+    return LeafWords(frozenset(w[:4] for w in words if len(w) >= 3 and w not in STOPWORDS
+                               and w.isalpha()), " ".join(words))
 
 
 def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *,
-          wants_date: bool = False, topic: frozenset[str] = frozenset()) -> list[Candidate]:
+          wants_date: bool = False, topic: LeafWords = NO_LEAF_WORDS) -> list[Candidate]:
     """Word spans; none that cuts into a date or a time for a property that wants a date
     (it has the date's normalised forms instead: "January 7" is not a check-out date).
     The request's literals' labels are held back."""
@@ -140,8 +166,8 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                 prior -= CUT_PENALTY
             if j > i and last.isalpha() and last.islower() \
                     and tokens[j - 1].word.lower() not in FILLER | STOPWORDS \
-                    and _runs_on(request, j - 1, own | topic) \
-                    and not _runs_on(request, j, own | topic):
+                    and _runs_on(request, j - 1, own | topic.stems) \
+                    and not _runs_on(request, j, own | topic.stems):
                 prior += PHRASE_BONUS
             if last.isalpha() and last.islower() and _next_word(request, j) in _ARTICLES:
                 prior -= VERB_PENALTY
@@ -174,9 +200,11 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if labels_literal(whole, end, literals) and not any(
                     a < end and start < b for a, b in (lit.span for lit in literals)):
                 prior -= LABEL_PENALTY
-            # a label beside the leaf's own words is the tool's name said again, no label
-            # ("the public transportation information" for `transportation_type`)
-            restated = all(asks) and not capitalised
+            # the leaf's own words with a label beside them, as the leaf says them, are the
+            # tool's name said again ("public transportation" for `transportation_type`,
+            # "forest restoration" for `forest_type`), no label of a value
+            restated = all(asks) and not capitalised and _says_with_neighbour(
+                topic, text, _word_before(request, i), _next_word(request, j))
             if not restated and near((start, end), cues, whole, before=True):
                 prior += 2.0
             if bonus and _ends_phrase(request, j):
@@ -185,7 +213,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
     return out
 
 
-def _modifies(request: RequestText, i: int, topic: frozenset[str], *, capital: bool) -> bool:
+def _modifies(request: RequestText, i: int, topic: LeafWords, *, capital: bool) -> bool:
     """Whether the word before token `i`, in the same clause, is a lower-case content word
     that is not the leaf's own, or (`capital`: a capitalised word that does not open its
     sentence) any content word: the span cuts a noun phrase after its first word
@@ -197,6 +225,19 @@ def _modifies(request: RequestText, i: int, topic: frozenset[str], *, capital: b
     if not word.isalpha() or lowered in STOPWORDS or lowered in FILLER:
         return False
     return capital or (word.islower() and lowered[:4] not in topic)
+
+
+def _says_with_neighbour(topic: LeafWords, text: str, before: str, after: str) -> bool:
+    """Whether the leaf says `text` with the content word before or after it."""
+    return (before not in STOPWORDS and topic.says(f"{before} {text}")) or (
+        after not in STOPWORDS and topic.says(f"{text} {after}"))
+
+
+def _word_before(request: RequestText, i: int) -> str:
+    """The word before token `i` in the same clause, lower-cased ("" where the clause starts)."""
+    if i == 0 or not request.same_clause(i - 1, i):
+        return ""
+    return request.tokens[i - 1].word.lower()
 
 
 def _next_word(request: RequestText, j: int) -> str:

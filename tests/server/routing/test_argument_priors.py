@@ -351,7 +351,7 @@ def test_a_whole_noun_phrase_leads_and_is_not_asked_for() -> None:
     # non-negative log-odds, so `missing_values: ask` does not ask for it
     found = {c.text: c.prior for c in candidates(
         "fish_type", {"type": "string"}, "Describe the swimming pattern of manta rays.",
-        topic=frozenset(("swim", "patt")))}
+        topic=topic_words("getSwimmingPattern", "Retrieve the swimming pattern"))}
     assert found["manta rays"] > found["manta"] >= 0
 
 
@@ -413,3 +413,12 @@ def test_a_label_beside_the_leafs_own_words_is_its_name_said_again() -> None:
                                                  siblings=["location", "year"], topic=topic)}
     assert found["tropical rainforest"] > found["restoration"]  # (Brazil: `location`'s)
     assert found["restoration"] < 0
+
+
+def test_a_value_that_shares_the_leafs_stem_keeps_its_label() -> None:
+    # the name said again is the leaf's own phrase: "locked" shares `lock` with the leaf, but
+    # "locked state" is no phrase of it, so the label stands (a value, not the tool restated)
+    topic = topic_words("setLockState", "Set the state of a smart lock")
+    found = candidates("state", {"type": "string"}, "Set the smart lock to the locked state.",
+                       siblings=["lock_id"], topic=topic)
+    assert found[0].text == "locked"
