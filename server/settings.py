@@ -85,12 +85,13 @@ class ServerSettings(BaseSettings):
         "crashing handler costs one worker) or on threads of the server (a hung handler "
         "keeps its thread)")
     allowed_handler_modules: list[str] = Field(default_factory=list)
-    speculation: DraftSource = Field(
-        DraftSource.ROUTES, description="speculative routing: verify drafted paths in one "
-        "pass (routes: a route cache of requests seen before | evidence: leaf embeddings | "
-        "both | off); decisions stay step-by-step routing's (guided: each level verified "
-        "under the bias guided routing puts there); engines that cannot verify paths (vllm, "
-        "remote) route step by step")
+    speculation: DraftSource | None = Field(
+        None, description="speculative routing: verify drafted paths in one pass (routes: a "
+        "route cache of requests seen before | evidence: leaf embeddings | both | off); "
+        "decisions stay step-by-step routing's (guided: each level verified under the bias "
+        "guided routing puts there); engines that cannot verify paths (vllm, remote) route "
+        "step by step; none: the model's calibration's under the guided policy (both, for "
+        "both shipped models), else routes")
     unwinding: bool = Field(
         False, description="plain policy: verify the DONE answers that unwind the stack after "
         "a call in one pass (decisions never change; fewer model calls, no faster on a "

@@ -94,7 +94,8 @@ ShortlistMarginOpt = Annotated[float | None, typer.Option(
     "it shows and those it hides (cosine units); default: the setting's")]
 SpecOpt = Annotated[str | None, typer.Option(
     "--speculation", help="drafts to verify in one pass: routes (the route cache: requests "
-    "seen before), evidence (leaf embeddings), both, off; default: the setting's (routes). "
+    "seen before), evidence (leaf embeddings), both, off; default: the setting's, else the "
+    "model's calibration's under the guided policy (both shipped models: both), else routes. "
     "Decisions never change; a wrong draft costs the longer pass (on CPU, about the extra "
     "tokens)")]
 
@@ -202,7 +203,7 @@ class RoutingFlags:
 
     policy: Policy | None
     calibration: Path | None
-    speculation: DraftSource | None  # None: the settings' default
+    speculation: DraftSource | None  # None: the setting's, else the calibration's
     unwinding: bool | None = None  # None: the settings' default
     prompt_order: PromptOrder | None = None
     shortlist: bool | None = None  # None: the settings' default

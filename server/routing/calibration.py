@@ -94,6 +94,21 @@ def argument_values_of(file: CalibrationFile) -> ArgumentValues | None:
                          f"got {values!r}") from e
 
 
+def speculation_of(file: CalibrationFile) -> DraftSource | None:
+    """The file's `speculation.drafts`: the drafts guided routing verifies with this model
+    (None where it says nothing)."""
+    section = file.section("speculation")
+    if section is None:
+        return None
+    drafts = section.get("drafts") if isinstance(section, dict) else None
+    try:
+        return DraftSource(str(drafts))
+    except ValueError as e:
+        allowed = ", ".join(v.value for v in DraftSource)
+        raise InputError(f"{file.path}: 'speculation.drafts' must be one of {allowed}, "
+                         f"got {drafts!r}") from e
+
+
 def write_calibration(path: Path, *, model: str, options: RecoveryOptions,
                       measured: dict[str, Any]) -> None:
     """Write the routing options of `model`'s calibration at `path`. The file's other
@@ -126,8 +141,10 @@ def router_options(model: str, *, policy: Policy | None = None,
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
     the one shipped for `model`) and `plain` otherwise. `guided` without any calibration runs
     the built-in defaults. It needs the sentence-embedding model: without its package this
-    fails with the package's name rather than quietly routing plain. `speculation`,
-    `unwinding` and `max_argument_tokens` None: the settings' defaults (settings.py).
+    fails with the package's name rather than quietly routing plain. `speculation` None: the
+    setting's; None there too: the calibration's under the guided policy (its `speculation`
+    section), else routes. `unwinding` and `max_argument_tokens` None: the settings' defaults
+    (settings.py).
     `argument_values` None: the setting's; None there too: the calibration's under the guided
     policy (plain is the model alone, the paper's router), else the model's choice.
     `recall_after_backs` None: the setting's; None there too: the calibration's (0: off).
@@ -135,7 +152,7 @@ def router_options(model: str, *, policy: Policy | None = None,
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
-        speculation = DraftSource(ServerSettings.default("speculation"))
+        speculation = ServerSettings.default("speculation")
     unwinding = ServerSettings.default("unwinding") if unwinding is None else unwinding
     if max_argument_tokens is None:
         max_argument_tokens = ServerSettings.default("max_argument_tokens")
@@ -147,6 +164,10 @@ def router_options(model: str, *, policy: Policy | None = None,
     file = None if path is None else CalibrationFile.read(path)  # read once
     if policy is None:
         policy = Policy.PLAIN if file is None else Policy.GUIDED
+    # `speculation` None: the calibration's under the guided policy, else the route cache
+    if speculation is None and policy is Policy.GUIDED and file is not None:
+        speculation = speculation_of(file)
+    speculation = DraftSource.ROUTES if speculation is None else speculation
     if policy is Policy.PLAIN:
         options = RouterOptions(recovery=None, speculation=speculation, unwinding=unwinding,
                                 max_argument_tokens=max_argument_tokens)
