@@ -1,8 +1,8 @@
 """Word spans as values: every run of up to MAX_SPAN_WORDS words of one clause that neither
 starts nor ends with a function word, scored as a value (names, a property's label next to
-it, the leaf's own words restated, a noun phrase cut after its first word or before its last,
-a verb before its object, the whole phrase after "called" or "named", and after "about" for a
-query or topic)."""
+it, the leaf's own words restated, and no label where they are the leaf's own phrase said
+again, a noun phrase cut after its first word or before its last, a verb before its object,
+the whole phrase after "called" or "named", and after "about" for a query or topic)."""
 
 from __future__ import annotations
 
@@ -94,10 +94,11 @@ def topic_words(name: str, description: str) -> LeafWords:
     >>> "rest" in words, words.says("forest restoration"), words.says("forest data")
     (True, True, False)
     """
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ") + " " + description
-    words = re.findall(r"[A-Za-z0-9]+", text.lower())
-    return LeafWords(frozenset(w[:4] for w in words if len(w) >= 3 and w not in STOPWORDS
-                               and w.isalpha()), " ".join(words))
+    text = (re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ") + " "
+            + description).lower()
+    return LeafWords(frozenset(w[:4] for w in re.findall(r"[a-z]+", text)
+                               if len(w) >= 3 and w not in STOPWORDS),
+                     " ".join(re.findall(r"[a-z0-9]+", text)))
 
 
 def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *,
