@@ -82,31 +82,13 @@ def read_argument_values(path: Path) -> ArgumentValues | None:
 
 def argument_values_of(file: CalibrationFile) -> ArgumentValues | None:
     """The file's `arguments.values` (None where it says nothing)."""
-    arguments = file.section("arguments")
-    if arguments is None:
-        return None
-    values = arguments.get("values") if isinstance(arguments, dict) else None
-    try:
-        return ArgumentValues(str(values))
-    except ValueError as e:
-        allowed = ", ".join(v.value for v in ArgumentValues)
-        raise InputError(f"{file.path}: 'arguments.values' must be one of {allowed}, "
-                         f"got {values!r}") from e
+    return file.choice("arguments", "values", ArgumentValues)
 
 
 def speculation_of(file: CalibrationFile) -> DraftSource | None:
     """The file's `speculation.drafts`: the drafts guided routing verifies with this model
     (None where it says nothing)."""
-    section = file.section("speculation")
-    if section is None:
-        return None
-    drafts = section.get("drafts") if isinstance(section, dict) else None
-    try:
-        return DraftSource(str(drafts))
-    except ValueError as e:
-        allowed = ", ".join(v.value for v in DraftSource)
-        raise InputError(f"{file.path}: 'speculation.drafts' must be one of {allowed}, "
-                         f"got {drafts!r}") from e
+    return file.choice("speculation", "drafts", DraftSource)
 
 
 def write_calibration(path: Path, *, model: str, options: RecoveryOptions,

@@ -1,16 +1,20 @@
 """A calibration file (`calibrations/<model>.json`) read once: the JSON object, a clear error
-where it is not one, and its sections by name. calibration.py reads `options` and `arguments`,
-abstention.py its `abstention`; each checks its own section's shape."""
+where it is not one, and its sections by name. calibration.py reads `options`, `arguments` and
+`speculation`, abstention.py its `abstention`; each checks its own section's shape (`choice`:
+a value of one of the enums the options take)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stackroute.runtime.errors import InputError
+
+E = TypeVar("E", bound=Enum)
 
 
 @dataclass(frozen=True)
@@ -32,3 +36,17 @@ class CalibrationFile:
     def section(self, key: str) -> Any:
         """`key`'s value (None where the file has no `key`)."""
         return self.sections.get(key)
+
+    def choice(self, section: str, key: str, kind: type[E]) -> E | None:
+        """`section.key` as one of `kind`'s values (None where the file has no `section`); any
+        other value is an `InputError` naming the values it takes."""
+        body = self.section(section)
+        if body is None:
+            return None
+        value = body.get(key) if isinstance(body, dict) else None
+        try:
+            return kind(str(value))
+        except ValueError as e:
+            allowed = ", ".join(str(v.value) for v in kind)
+            raise InputError(f"{self.path}: '{section}.{key}' must be one of {allowed}, "
+                             f"got {value!r}") from e
