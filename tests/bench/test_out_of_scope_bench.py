@@ -77,31 +77,26 @@ def test_removing_an_unknown_leaf_is_an_error() -> None:
 
 
 @pytest.mark.model
-def test_the_smoke_run_fits_and_reports(tmp_path: Path) -> None:
+def test_the_smoke_run_judges_the_evidence_leaf_with_no_routing_call_fits_and_reports(
+        tmp_path: Path) -> None:
+    # Judged at the evidence's first leaf, every request gives the fit a sample, labelled by
+    # its gold alone. A routed probe gives one only where routing reaches a leaf, and on the
+    # smoke's 4 requests that hung on an out-of-scope request whose evidence margin is 0.004
+    # (it reached a leaf in one process state and not in another: the fit then had one class)
     from stackroute.bench.experiments.out_of_scope import main
 
     out = tmp_path / "dev"
-    assert main(["--split", "dev", "--fit", "--smoke", "--out", str(out)]) == 0
+    assert main(["--split", "dev", "--fit", "--judge-evidence-leaf", "--smoke",
+                 "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
     probe = result["rows"]["probe"]["all"]
     assert probe["num_out_of_scope"] + probe["num_in_scope"] == 4
     assert set(result["replayed"]) == {"router (first leaf)", "router+abstain (replayed)"}
     written = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
     assert written["abstention"]["options"] == result["fitted"]
-    lines = (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-    assert {json.loads(x)["row"] for x in lines} == {"probe", "evidence alone"}
-
-
-@pytest.mark.model
-def test_the_judge_only_probe_judges_the_evidence_leaf_with_no_routing_call(
-        tmp_path: Path) -> None:
-    from stackroute.bench.experiments.out_of_scope import main
-
-    out = tmp_path / "dev"
-    assert main(["--split", "dev", "--fit", "--judge-evidence-leaf", "--smoke",
-                 "--out", str(out)]) == 0
     rows = [json.loads(x) for x in (out / "queries.jsonl").read_text(
         encoding="utf-8").splitlines()]
+    assert {r["row"] for r in rows} == {"probe", "evidence alone"}
     probes = [r for r in rows if r["row"] == "probe"]
     assert len(probes) == 4
     for probe in probes:
