@@ -81,8 +81,8 @@ def test_the_smoke_run_judges_the_evidence_leaf_with_no_routing_call_fits_and_re
         tmp_path: Path) -> None:
     # Judged at the evidence's first leaf, every request gives the fit a sample, labelled by
     # its gold alone. A routed probe gives one only where routing reaches a leaf, and on the
-    # smoke's 4 requests that hung on an out-of-scope request whose evidence margin is 0.004
-    # (it reached a leaf in one process state and not in another: the fit then had one class)
+    # smoke's 4 requests that hung on an out-of-scope request whose evidence margin is 0.004:
+    # it reached a leaf when run alone, and in a fresh-clone CI run the fit had one class
     from stackroute.bench.experiments.out_of_scope import main
 
     out = tmp_path / "dev"
