@@ -53,7 +53,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing.arguments.filling import value_coverage
+from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
 from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.judgement_store import JudgementStore
 from stackroute.server.routing.known_fields import from_known_fields
@@ -231,8 +231,10 @@ class AbstentionCheck:
         """Only before a run's first call: a run that has called something is in scope."""
         return child is not None and child.is_leaf and not request.calls
 
-    def features(self, task: str, leaf: Node) -> tuple[AbstentionFeatures, Usage]:
-        """The check's inputs for calling `leaf` on `task`, and what asking the model cost."""
+    def features(self, task: str, leaf: Node, *,
+                 menus: ValueMenus | None = None) -> tuple[AbstentionFeatures, Usage]:
+        """The check's inputs for calling `leaf` on `task`, and what asking the model cost;
+        `menus`: the leaf's value menus where the caller read them already."""
         usage = Usage()
         judge = contrast = 0.0
         if self.options.is_judge_enabled and self.engine is not None:
@@ -261,11 +263,13 @@ class AbstentionCheck:
         margin = top[0][1] - top[1][1] if len(top) > 1 else 1.0
         lead = top[0][1] - top[-1][1] if len(top) > 1 else 1.0
         return AbstentionFeatures(judge=judge, contrast=contrast, score=score, margin=margin,
-                                  values=value_coverage(leaf, task), lead=lead), usage
+                                  values=value_coverage(leaf, task, menus=menus),
+                                  lead=lead), usage
 
-    def verdict(self, request: RoutingRequest, leaf: Node) -> Verdict:
+    def verdict(self, request: RoutingRequest, leaf: Node, *,
+                menus: ValueMenus | None = None) -> Verdict:
         """Whether the run calls `leaf` or stops; a stopped run is remembered for `step`."""
-        x, usage = self.features(request.task, leaf)
+        x, usage = self.features(request.task, leaf, menus=menus)
         fit = self.options.fit(x)
         verdict = Verdict(leaf=leaf.path_str, features=x, fit=fit,
                           threshold=self.options.threshold,

@@ -30,6 +30,7 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
 from stackroute.server.routing.abstention import DETAIL_KEY, AbstentionCheck
+from stackroute.server.routing.arguments import ArgumentFiller, ValueMenus
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.contrast import NeutralContrast
 from stackroute.server.routing.finish import FinishCheck
@@ -122,9 +123,12 @@ class EngineRouter:
         step = self.menu_step(request)
         child = request.node.child(step.choice)
         step.detail["policy"] = self.options.policy.value
+        # A leaf's value menus: read once, for the abstention check and the arguments.
+        menus = ValueMenus.read(child, request.task) if child is not None and child.is_leaf \
+            else None
         if self.abstention is not None and child is not None \
                 and self.abstention.applies(request, child):
-            verdict = self.abstention.verdict(request, child)
+            verdict = self.abstention.verdict(request, child, menus=menus)
             step = replace(step, usage=step.usage + verdict.usage,
                            detail={**step.detail, DETAIL_KEY: verdict.detail()})
             if verdict.is_abstaining:  # no call: the run unwinds (the ABSTAINED source)
@@ -136,7 +140,7 @@ class EngineRouter:
         if child is None or not child.is_leaf:
             return Decision(choice=step.choice, probabilities=step.probabilities,
                             margin=step.margin, usage=step.usage, detail=step.detail)
-        return leaf_decision(step, self._arguments(request, child))
+        return leaf_decision(step, self._arguments(request, child, menus))
 
     def menu_step(self, request: RoutingRequest) -> MenuStep:
         """The menu's decision: the plan's sources in order, the first that decides wins;
@@ -175,20 +179,19 @@ class EngineRouter:
                     return step
         return None
 
-    def _arguments(self, request: RoutingRequest, leaf: Node) -> GeneratedArguments:
+    def _arguments(self, request: RoutingRequest, leaf: Node,
+                   menus: ValueMenus | None) -> GeneratedArguments:
         """The leaf's arguments from the request (`arguments/filling.py`, H7): per property
         the values the request holds are the menu of one constrained choice (none needed
         for a single candidate); optional properties only where the request supports them;
         a required value with no candidate is asked of the user (`MissingValues.ASK`, an
         object excepted) or written as free JSON under its schema (the fallback, recorded
         as `free_text`)."""
-        from stackroute.server.routing.arguments import ArgumentFiller
-
         filler = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
                                 values=self.options.argument_values,
                                 missing=self.options.missing_values, meaning=self.meaning)
         try:
-            filled = filler.fill(request, leaf)
+            filled = filler.fill(request, leaf, menus=menus)
         except InvalidGrammarError as e:  # the catalog's author needs to know which leaf
             raise InvalidGrammarError(f"leaf {leaf.path_str}: its parameters: {e}") from None
         generation = Generation(text=filled.text, finish_reason=filled.finish_reason,

@@ -126,23 +126,26 @@ class ArgumentFiller:
         self.missing = missing
         self.meaning = meaning  # None: optional values by the request's words only
 
-    def fill(self, request: RoutingRequest, leaf: Node) -> FilledArguments:
+    def fill(self, request: RoutingRequest, leaf: Node, *,
+             menus: ValueMenus | None = None) -> FilledArguments:
+        """`leaf`'s arguments for `request`; `menus`: its value menus where the caller read
+        them already (the router shares them with the abstention check)."""
         schema: Mapping[str, Any] = leaf.parameters or {}
         properties: Mapping[str, Any] = schema.get("properties") or {}
-        required = [n for n in schema.get("required") or () if n in properties]
-        order = required + [n for n in properties if n not in required]
+        read = ValueMenus.read(leaf, request.task) if menus is None \
+            else menus.checked(leaf, request.task)
+        required, order = list(read.required), list(read.order)
         filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
         conversation = _Conversation(request, leaf)
         rest: list[str] = []
-        menus = _menus(leaf, order, request.task)
         by_priors = self.values is ArgumentValues.PRIORS
-        picks = _assigned_picks(menus, required, properties, request.task,
+        picks = _assigned_picks(read.by_property, required, properties, request.task,
                                 meaning=self.meaning) if by_priors else {}
         used: set[str] = set()
         for name in order:
             prop = schema_of(properties[name])
             is_required = name in required
-            found = menus[name]
+            found = read.by_property[name]
             fresh = found if by_priors else [c for c in found if c.text not in used] or found
             if is_required and self.missing is MissingValues.ASK and _is_missing(
                     prop, _taken(picks.get(name)) if by_priors and name in picks else fresh):
@@ -240,13 +243,14 @@ class ArgumentFiller:
         filled.text = json.dumps(ordered, ensure_ascii=False)
 
 
-def value_coverage(leaf: Node, task: str) -> float:
+def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) -> float:
     """How well `task` holds the values `leaf` needs: the lowest prior among the values the
     stable assignment of the priors gives its required properties (one a person types: not an
     object), each clipped to [COVERAGE_FLOOR, COVERAGE_CAP]; a property given none counts
     COVERAGE_FLOOR; a leaf that needs no such value, COVERAGE_CAP. No model call. A request
     for something the leaf does not do seldom holds the values it needs, so the abstention
-    check weighs this beside the evidence (`abstention.py`).
+    check weighs this beside the evidence (`abstention.py`). `menus`: the leaf's value menus
+    where the caller read them already.
 
     >>> leaf = Node("send_money", ("payments",), "Send money to a payee.", parameters={
     ...     "type": "object", "required": ["payee", "amount"],
@@ -261,22 +265,45 @@ def value_coverage(leaf: Node, task: str) -> float:
              and not _is_object(schema_of(properties[n]))]
     if not typed:
         return COVERAGE_CAP
-    required = [n for n in schema.get("required") or () if n in properties]
-    menus = _menus(leaf, required + [n for n in properties if n not in required], task)
-    picks = _assigned_picks(menus, required, properties, task)
+    read = ValueMenus.read(leaf, task) if menus is None else menus.checked(leaf, task)
+    picks = _assigned_picks(read.by_property, list(read.required), properties, task)
     priors = [p.candidate.prior if (p := picks.get(n)) and p.candidate else COVERAGE_FLOOR
               for n in typed]
     return max(COVERAGE_FLOOR, min(COVERAGE_CAP, min(priors)))
 
 
-def _menus(leaf: Node, order: list[str], task: str) -> dict[str, list[Candidate]]:
-    """Each property's candidates from `task` (read once for all of them), in `order`."""
-    properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
-    topic = topic_words(leaf.name, leaf.description or "")
-    read = RequestText.read(task)
-    return {name: candidates(name, schema_of(properties[name]), read,
-                             siblings=[n for n in properties if n != name], topic=topic)
-            for name in order}
+@dataclass(frozen=True)
+class ValueMenus:
+    """A leaf's value candidates in one request, per property: the request read once
+    (`RequestText`), and shared by whoever needs them for the same leaf and request (the
+    abstention check's `value_coverage`, then the filler)."""
+
+    leaf: str  # the leaf's path
+    task: str
+    required: tuple[str, ...]  # in the schema's `required` order
+    order: tuple[str, ...]  # the required properties, then the optional ones in schema order
+    by_property: Mapping[str, list[Candidate]]
+
+    @classmethod
+    def read(cls, leaf: Node, task: str) -> ValueMenus:
+        properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
+        required = tuple(n for n in (leaf.parameters or {}).get("required") or ()
+                         if n in properties)
+        order = required + tuple(n for n in properties if n not in required)
+        topic = topic_words(leaf.name, leaf.description or "")
+        text = RequestText.read(task)
+        by_property = {name: candidates(name, schema_of(properties[name]), text,
+                                        siblings=[n for n in properties if n != name],
+                                        topic=topic)
+                       for name in order}
+        return cls(leaf.path_str, task, required, order, by_property)
+
+    def checked(self, leaf: Node, task: str) -> ValueMenus:
+        """These menus, where they were read for `leaf` and `task` (a caller's bug else)."""
+        if (self.leaf, self.task) != (leaf.path_str, task):
+            raise ValueError(f"value menus read for {self.leaf!r} on {self.task!r}, "
+                             f"used for {leaf.path_str!r} on {task!r}")
+        return self
 
 
 def _is_object(prop: Mapping[str, Any]) -> bool:

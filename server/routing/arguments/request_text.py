@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from stackroute.server.routing.arguments.cues import QUOTED
@@ -59,14 +60,14 @@ class RequestText:
                    tuple(find_numbers(text)), tuple(find_literals(text)),
                    tuple(QUOTED.finditer(text)))
 
-    @property
-    def when(self) -> list[tuple[int, int]]:
+    @cached_property
+    def when(self) -> tuple[tuple[int, int], ...]:
         """Where the request writes a date or a time."""
-        return [d.span for d in self.dates] + [t.span for t in self.times]
+        return tuple(d.span for d in self.dates) + tuple(t.span for t in self.times)
 
-    @property
-    def quotes(self) -> list[tuple[int, int]]:
-        return [m.span() for m in self.quoted]
+    @cached_property
+    def quotes(self) -> tuple[tuple[int, int], ...]:
+        return tuple(m.span() for m in self.quoted)
 
     def same_clause(self, i: int, j: int) -> bool:
         """Whether tokens `i` < `j` stand in one clause: no clause mark between them."""

@@ -205,7 +205,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             # tool's name said again ("public transportation" for `transportation_type`,
             # "forest restoration" for `forest_type`), no label of a value
             restated = all(asks) and not capitalised and _says_with_neighbour(
-                topic, text, _word_before(request, i), _next_word(request, j))
+                topic, text, _token_before(request, i).lower(), _next_word(request, j))
             if not restated and near((start, end), cues, whole, before=True):
                 prior += 2.0
             if bonus and _ends_phrase(request, j):
@@ -219,9 +219,7 @@ def _modifies(request: RequestText, i: int, topic: LeafWords, *, capital: bool) 
     that is not the leaf's own, or (`capital`: a capitalised word that does not open its
     sentence) any content word: the span cuts a noun phrase after its first word
     ("rainforest" of "tropical rainforest", "chloride" of "Sodium chloride")."""
-    if i == 0 or not request.same_clause(i - 1, i):
-        return False
-    word = request.tokens[i - 1].word
+    word = _token_before(request, i)
     lowered = word.lower()
     if not word.isalpha() or lowered in STOPWORDS or lowered in FILLER:
         return False
@@ -234,11 +232,11 @@ def _says_with_neighbour(topic: LeafWords, text: str, before: str, after: str) -
         after not in STOPWORDS and topic.says(f"{text} {after}"))
 
 
-def _word_before(request: RequestText, i: int) -> str:
-    """The word before token `i` in the same clause, lower-cased ("" where the clause starts)."""
+def _token_before(request: RequestText, i: int) -> str:
+    """The word before token `i` in the same clause, as written ("" where the clause starts)."""
     if i == 0 or not request.same_clause(i - 1, i):
         return ""
-    return request.tokens[i - 1].word.lower()
+    return request.tokens[i - 1].word
 
 
 def _next_word(request: RequestText, j: int) -> str:

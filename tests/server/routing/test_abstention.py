@@ -17,6 +17,7 @@ from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
+from stackroute.runtime.tree import Node
 from stackroute.server.routing.abstention import (
     LEAD_RANK,
     NO,
@@ -27,6 +28,7 @@ from stackroute.server.routing.abstention import (
     read_abstention,
     write_abstention,
 )
+from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
 from stackroute.server.routing.calibration import router_options
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource
@@ -387,3 +389,35 @@ def test_leave_one_out_skips_a_sample_alone_of_its_kind() -> None:
     assert cross_validate(one_call, ("score",)).out_of_scope_stopped == 2
     with pytest.raises(InputError, match="needs in-scope successes and out-of-scope"):
         cross_validate([sample(0.6, Label.CALL)] * 3, ("score",))
+
+
+def test_the_check_and_the_arguments_share_one_reading_of_the_leafs_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[tuple[str, str]] = []
+    original = ValueMenus.read.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ValueMenus], leaf: Node, task: str) -> ValueMenus:
+        reads.append((leaf.path_str, task))
+        return original(cls, leaf, task)
+
+    monkeypatch.setattr(ValueMenus, "read", classmethod(counted))
+    tree = build_tree(PAYMENTS)
+    values_only = AbstentionOptions(values_weight=1.0, threshold=-1.0, is_judge_enabled=False)
+    engine = scripted({"payments": 6.0, "send_money": 6.0}, says_yes=True)
+    options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
+                            speculation=DraftSource.OFF, abstention=values_only)
+    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    held = run_query(machine, Query(id="a", query="Send 500 dollars to Asha", gold=(),
+                                    args=None, tags=()))
+    assert [c["path"] for c in held.calls] == ["payments/send_money"]
+    assert abstention_records(held)[0]["features"]["values"] == 0.0
+    assert reads == [("payments/send_money", "Send 500 dollars to Asha")]
+
+
+def test_value_menus_read_for_one_leaf_are_refused_for_another() -> None:
+    tree = build_tree(PAYMENTS)
+    send = tree.node("payments/send_money")
+    menus = ValueMenus.read(send, "Send 500 dollars to Asha")
+    assert value_coverage(send, "Send 500 dollars to Asha", menus=menus) == 0.0
+    with pytest.raises(ValueError, match=r"read for 'payments/send_money'.*used for"):
+        value_coverage(send, "Send 20 dollars to Ravi", menus=menus)
