@@ -9,6 +9,8 @@ normalised score can be mixed with cosine similarity under one set of thresholds
 >>> index = Bm25Index.from_texts(["send money to a person", "pay a utility bill"])
 >>> [round(float(s), 3) for s in index.scores("send money to Asha")]
 [0.303, 0.0]
+>>> name_share("setDroneSpeed", "Set the speed of the robot to 19 m/s")
+0.6666666666666666
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ def tokens(text: str) -> list[str]:
     plurals folded (`payments` → `payment`)."""
     words = _TOKEN.findall(_CAMEL.sub(" ", text).lower())
     return [_fold(w) for w in words if w not in STOP_WORDS]
+
+
+# `name_share` matches words by their first letters ("creates" says "create", "calculation"
+# says "calculate"): 5 read off the abstention fits on dev (4 to 6 and whole words within a
+# sample or two: bench/results/2026-12-06-cpu-out-of-scope-named/).
+NAME_PREFIX = 5
+
+
+def name_share(name: str, text: str) -> float:
+    """The share of a tool name's words (camelCase and snake_case split, verb included; words
+    of three letters or more) that `text` says, compared by their first `NAME_PREFIX`
+    letters; 1.0 for a name with no such word. A request the tool does not serve seldom says
+    what the tool is called, even where its embedding lands near it."""
+    named = {w[:NAME_PREFIX] for w in tokens(name) if len(w) > 2}
+    if not named:
+        return 1.0
+    said = {w[:NAME_PREFIX] for w in tokens(text) if len(w) > 2}
+    return len(named & said) / len(named)
 
 
 def _fold(word: str) -> str:

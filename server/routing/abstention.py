@@ -18,6 +18,9 @@ taste for that leaf regardless of the request. The decision combines, linearly:
 - `values`: how well the request holds the values the leaf needs (`value_coverage`: the
   lowest prior among its required values, no model call): a request for something the leaf
   does not do seldom holds them;
+- `named`: the share of the leaf's name words the request says (`lexical.name_share`): a
+  near miss lands near a sibling's embedding, yet seldom says the sibling's name ("start the
+  game server" for `joinGameServer`);
 with weights and a threshold fitted on dev splits (`server/tools/abstention_fit.py`, written
 into the model's calibration file as its `abstention` object). Below the threshold the run
 *abstains*: the leaf is not called, and the run unwinds with no model call (`BACK` in every
@@ -28,7 +31,7 @@ A check whose fit gives the model's answers no weight does not ask them (`is_jud
 >>> options = AbstentionOptions(judge_weight=1.0, contrast_weight=0.0, score_weight=10.0,
 ...                             margin_weight=0.0, values_weight=0.5, bias=-3.0, threshold=0.0)
 >>> x = AbstentionFeatures(judge=-2.0, contrast=0.0, score=0.3, margin=0.1, values=0.0,
-...                        lead=0.2)
+...                        lead=0.2, named=1.0)
 >>> options.fit(x), options.abstains(x)
 (-2.0, True)
 """
@@ -52,6 +55,7 @@ from stackroute.runtime.trace import TraceEvent
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.embeddings.lexical import name_share
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
 from stackroute.server.routing.calibration_file import CalibrationFile
@@ -82,6 +86,7 @@ class AbstentionOptions:
     margin_weight: float = 0.0
     values_weight: float = 0.0
     lead_weight: float = 0.0
+    named_weight: float = 0.0
     bias: float = 0.0
     threshold: float = 0.0
     is_judge_enabled: bool = True  # ask the model about the request (one call per run)
@@ -100,10 +105,9 @@ class AbstentionOptions:
 
     def fit(self, x: AbstentionFeatures) -> float:
         """The decision's value: above `threshold` the leaf is called."""
-        return round(self.judge_weight * x.judge + self.contrast_weight * x.contrast
-                     + self.score_weight * x.score + self.margin_weight * x.margin
-                     + self.values_weight * x.values + self.lead_weight * x.lead
-                     + self.bias, 6)
+        total = sum(float(getattr(self, f"{f.name}_weight")) * float(getattr(x, f.name))
+                    for f in fields(x))
+        return round(total + self.bias, 6)
 
     def abstains(self, x: AbstentionFeatures) -> bool:
         return self.fit(x) < self.threshold
@@ -124,6 +128,7 @@ class AbstentionFeatures:
     margin: float  # the evidence's best leaf score minus its second best
     values: float  # value_coverage: the request's values for the leaf's required properties
     lead: float  # the evidence's best leaf score minus its LEAD_RANK-th best
+    named: float  # name_share: the share of the leaf's name words the request says
 
     def to_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
@@ -264,7 +269,7 @@ class AbstentionCheck:
         lead = top[0][1] - top[-1][1] if len(top) > 1 else 1.0
         return AbstentionFeatures(judge=judge, contrast=contrast, score=score, margin=margin,
                                   values=value_coverage(leaf, task, menus=menus),
-                                  lead=lead), usage
+                                  lead=lead, named=name_share(leaf.name, task)), usage
 
     def verdict(self, request: RoutingRequest, leaf: Node, *,
                 menus: ValueMenus | None = None) -> Verdict:

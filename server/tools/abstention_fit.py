@@ -20,7 +20,8 @@ feature left out has weight 0, and a check with no weight on the model's answers
 them (no model call).
 
 >>> from stackroute.server.routing.abstention import AbstentionFeatures as F
->>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1, values=0.0, lead=s), label)
+>>> samples = [Sample(F(judge=j, contrast=0.0, score=s, margin=0.1, values=0.0, lead=s,
+...                      named=1.0), label)
 ...            for j, s, label in [(3, .6, Label.CALL), (2, .5, Label.CALL),
 ...                                (-2, .3, Label.ABSTAIN), (-3, .2, Label.ABSTAIN)]]
 >>> fitted = fit_abstention(samples)
@@ -156,9 +157,7 @@ def _weighed(features: Sequence[str], w: np.ndarray, b: float) -> AbstentionOpti
     weights = dict.fromkeys(FEATURES, 0.0) | {
         f: round(float(v), 6) for f, v in zip(features, w, strict=True)}
     return AbstentionOptions(
-        judge_weight=weights["judge"], contrast_weight=weights["contrast"],
-        score_weight=weights["score"], margin_weight=weights["margin"],
-        values_weight=weights["values"], lead_weight=weights["lead"], bias=round(float(b), 6),
+        **{f"{f}_weight": weights[f] for f in FEATURES}, bias=round(float(b), 6),
         threshold=0.0, is_judge_enabled=bool(weights["judge"] or weights["contrast"]),
         is_contrast_enabled=bool(weights["contrast"]))
 

@@ -104,7 +104,7 @@ def test_the_smoke_run_judges_the_evidence_leaf_with_no_routing_call_fits_and_re
         # the judge's question, and the content-free one the first time a leaf is judged
         assert 1 <= probe["model_calls"] <= 2
         assert set(probe["verdict"]["features"]) == {"judge", "contrast", "score", "margin",
-                                                     "values", "lead"}
+                                                     "values", "lead", "named"}
     # the content-free question is asked once per leaf, whatever the request
     num_leaves = len({p["verdict"]["leaf"] for p in probes})
     assert sum(p["model_calls"] for p in probes) == len(probes) + num_leaves

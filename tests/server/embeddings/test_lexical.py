@@ -13,7 +13,7 @@ from doubles import WordEmbedder
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.embeddings import leaf_index as leaf_index_module
 from stackroute.server.embeddings.leaf_index import LeafIndex
-from stackroute.server.embeddings.lexical import Bm25Index, tokens
+from stackroute.server.embeddings.lexical import Bm25Index, name_share, tokens
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -25,6 +25,19 @@ from stackroute.server.embeddings.lexical import Bm25Index, tokens
 ])
 def test_tokens(text: str, words: list[str]) -> None:
     assert tokens(text) == words
+
+
+@pytest.mark.parametrize(("name", "text", "share"), [
+    ("joinGameServer", "Please start the game server H6kW", 2 / 3),  # the verb counts too
+    ("send_money", "Send 500 dollars to Asha", 1 / 2),  # snake_case
+    ("getAvianSpecies", "Which species of avian flu reach cats?", 2 / 3),  # "get" is a word
+    ("calculateTax", "the tax calculation for 2024", 1.0),  # the first 5 letters match
+    ("getPrograms", "Create a youth program in London", 1 / 2),  # plurals folded
+    ("go", "go now", 1.0),  # no word of three letters: nothing to miss
+    ("resizeImage", "Create a graphic 88 wide", 0.0),
+])
+def test_name_share(name: str, text: str, share: float) -> None:
+    assert name_share(name, text) == pytest.approx(share)
 
 
 def test_bm25_prefers_rare_shared_words_and_ignores_values() -> None:

@@ -176,7 +176,8 @@ def test_the_calibration_file_carries_the_check(tmp_path: Path) -> None:
 def test_fitting_keeps_every_dev_success_and_stops_what_it_can() -> None:
     def sample(judge: float, score: float, label: Label) -> Sample:
         return Sample(AbstentionFeatures(judge=judge, contrast=judge, score=score,
-                                         margin=0.05, values=0.0, lead=0.1), label)
+                                         margin=0.05, values=0.0, lead=0.1, named=1.0),
+                      label)
 
     samples = [sample(2.0, 0.7, Label.CALL), sample(1.0, 0.6, Label.CALL),
                sample(-0.5, 0.65, Label.CALL), sample(-3.0, 0.3, Label.ABSTAIN),
@@ -224,11 +225,12 @@ def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no
 
 def test_recorded_features_from_before_a_feature_existed_are_refused_by_name() -> None:
     old = {"judge": 0.1, "contrast": 0.0, "score": 0.3, "margin": 0.1}
-    with pytest.raises(InputError, match="lack values, lead"):
+    with pytest.raises(InputError, match="lack values, lead, named"):
         AbstentionFeatures.from_dict(old)
-    with pytest.raises(InputError, match="lack lead"):
-        AbstentionFeatures.from_dict({**old, "values": 1.0})
-    assert AbstentionFeatures.from_dict({**old, "values": 1.0, "lead": 0.2}).lead == 0.2
+    with pytest.raises(InputError, match="lack named"):
+        AbstentionFeatures.from_dict({**old, "values": 1.0, "lead": 0.2})
+    assert AbstentionFeatures.from_dict(
+        {**old, "values": 1.0, "lead": 0.2, "named": 0.5}).named == 0.5
 
 
 def _samples() -> list[Sample]:
@@ -238,7 +240,7 @@ def _samples() -> list[Sample]:
             (0.4, 0.44, -4.0, Label.ABSTAIN), (-0.4, 0.41, -3.0, Label.ABSTAIN),
             (0.1, 0.46, -4.0, Label.ABSTAIN), (-0.1, 0.43, -2.5, Label.ABSTAIN)]
     return [Sample(AbstentionFeatures(judge=j, contrast=j, score=s, margin=0.05, values=v,
-                                      lead=0.1), label) for j, s, v, label in rows]
+                                      lead=0.1, named=1.0), label) for j, s, v, label in rows]
 
 
 def test_a_fit_on_some_features_weighs_only_those_and_asks_the_model_only_for_its_own() -> None:
@@ -324,13 +326,24 @@ def test_a_request_no_leaf_serves_has_a_smaller_lead_than_one_a_leaf_serves() ->
     assert lead("return the scarf") > lead("what a lovely sunny morning")
 
 
+def test_the_check_weighs_how_much_of_the_leafs_name_the_request_says() -> None:
+    tree = build_tree(_catalog(["track_order", "return_order", "track_parcel"]))
+    named_only = AbstentionOptions(named_weight=1.0, threshold=0.75, is_judge_enabled=False)
+    check = AbstentionCheck(None, named_only, evidence_source(tree))
+    said, _ = check.features("track my order", tree.node("track_order"))
+    sibling, _ = check.features("cancel my order", tree.node("track_order"))
+    assert (said.named, sibling.named) == (1.0, 0.5)
+    assert not named_only.abstains(said) and named_only.abstains(sibling)
+
+
 def test_leave_one_out_in_one_batch_matches_each_fold_fitted_alone(
         monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(7)
     samples = [Sample(AbstentionFeatures(
         judge=float(rng.normal(1.0 if label is Label.CALL else -0.5)), contrast=0.0,
         score=float(rng.normal(0.45 if label is Label.CALL else 0.35, 0.08)),
-        margin=float(rng.uniform(0, 0.2)), values=0.0, lead=float(rng.uniform(0, 0.3))), label)
+        margin=float(rng.uniform(0, 0.2)), values=0.0, lead=float(rng.uniform(0, 0.3)),
+        named=1.0), label)
         for label in [Label.CALL] * 14 + [Label.ABSTAIN] * 6 + [Label.EITHER] * 2]
     features = ("judge", "score", "lead")
     for loss, num_in_scope in ((0.0, None), (0.1, 16)):
@@ -381,7 +394,7 @@ def test_each_batched_fold_is_the_fit_on_its_samples_alone() -> None:
 def test_leave_one_out_skips_a_sample_alone_of_its_kind() -> None:
     def sample(score: float, label: Label) -> Sample:
         return Sample(AbstentionFeatures(judge=0.0, contrast=0.0, score=score, margin=0.1,
-                                         values=0.0, lead=score), label)
+                                         values=0.0, lead=score, named=1.0), label)
 
     pair = [sample(0.6, Label.CALL), sample(0.2, Label.ABSTAIN)]
     assert cross_validate(pair, ("score",)) == CrossValidated(("score",), 0, 0)
