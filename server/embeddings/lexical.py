@@ -41,22 +41,26 @@ def tokens(text: str) -> list[str]:
     return [_fold(w) for w in words if w not in STOP_WORDS]
 
 
-# `name_share` matches words by their first letters ("creates" says "create", "calculation"
-# says "calculate"): 5 read off the abstention fits on dev (4 to 6 and whole words within a
-# sample or two: bench/results/2026-12-06-cpu-out-of-scope-named/).
+# `name_share`: a name word of four letters or more is said by a request word that starts with
+# its first 5 ("creates" says "create", "calculation" says "calculate", "information" says
+# "info"); a shorter one only by itself ("car" is not "cardigan"). 5 was read off the
+# abstention fits on dev (4 to 6 and whole words within a sample or two:
+# bench/results/2026-12-06-cpu-out-of-scope-named/).
 NAME_PREFIX = 5
+_ACRONYM = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")  # "ECGSample" -> "ECG Sample"
 
 
 def name_share(name: str, text: str) -> float:
-    """The share of a tool name's words (camelCase and snake_case split, verb included; words
-    of three letters or more) that `text` says, compared by their first `NAME_PREFIX`
-    letters; 1.0 for a name with no such word. A request the tool does not serve seldom says
-    what the tool is called, even where its embedding lands near it."""
-    named = {w[:NAME_PREFIX] for w in tokens(name) if len(w) > 2}
+    """The share of a tool name's words (camelCase, acronyms and snake_case split, verb
+    included; words of three letters or more) that `text` says; 1.0 for a name with no such
+    word. A request the tool does not serve seldom says what the tool is called, even where
+    its embedding lands near it."""
+    named = {w for w in tokens(_ACRONYM.sub(" ", name)) if len(w) > 2}
     if not named:
         return 1.0
-    said = {w[:NAME_PREFIX] for w in tokens(text) if len(w) > 2}
-    return len(named & said) / len(named)
+    said = [w for w in tokens(text) if len(w) > 2]
+    return sum(any(w == n or (len(n) > 3 and w.startswith(n[:NAME_PREFIX])) for w in said)
+               for n in named) / len(named)
 
 
 def _fold(word: str) -> str:

@@ -35,6 +35,9 @@ def test_tokens(text: str, words: list[str]) -> None:
     ("getPrograms", "Create a youth program in London", 1 / 2),  # plurals folded
     ("go", "go now", 1.0),  # no word of three letters: nothing to miss
     ("resizeImage", "Create a graphic 88 wide", 0.0),
+    ("getECGSample", "Retrieve the ECG sample for patient 7", 2 / 3),  # an acronym is a word
+    ("getBuildingInfo", "information about the building", 2 / 3),  # a short word's prefix
+    ("getCarInsurance", "insure my cardigan", 1 / 3),  # "car" is not "cardigan"'s start
 ])
 def test_name_share(name: str, text: str, share: float) -> None:
     assert name_share(name, text) == pytest.approx(share)
