@@ -108,3 +108,28 @@ def test_the_smoke_run_judges_the_evidence_leaf_with_no_routing_call_fits_and_re
     # the content-free question is asked once per leaf, whatever the request
     num_leaves = len({p["verdict"]["leaf"] for p in probes})
     assert sum(p["model_calls"] for p in probes) == len(probes) + num_leaves
+
+
+@pytest.mark.model
+def test_the_routed_probe_records_each_first_leaf_and_replays_the_shipped_check(
+        tmp_path: Path) -> None:
+    # The routed probe (no --judge-evidence-leaf): each request routed by the real model, the
+    # check's features recorded where routing reaches a leaf, both rows replayed with the
+    # shipped check (no fit, so a smoke sample of one kind cannot stop it)
+    from stackroute.bench.experiments.out_of_scope import main
+
+    out = tmp_path / "dev"
+    assert main(["--split", "dev", "--probe-only", "--smoke", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    rows = [json.loads(x) for x in (out / "queries.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    probes = [r for r in rows if r["row"] == "probe"]
+    assert len(probes) == 4 and all(r["error"] is None for r in probes)
+    judged = [r for r in probes if r["verdict"] is not None]
+    assert judged, "routing reached no leaf on any smoke request"
+    for r in judged:
+        assert r["called"] == [] and r["verdict"]["abstain"] is True  # the probe stops all
+        assert set(r["verdict"]["features"]) == {"judge", "contrast", "score", "margin",
+                                                 "values", "lead", "named"}
+    assert result["check"]["margin_weight"] > 0  # the shipped check, read back
+    assert set(result["replayed"]) == {"router (first leaf)", "router+abstain (replayed)"}
