@@ -286,9 +286,9 @@ class ValueMenus:
 
     @classmethod
     def read(cls, leaf: Node, task: str) -> ValueMenus:
-        properties: Mapping[str, Any] = (leaf.parameters or {}).get("properties") or {}
-        required = tuple(n for n in (leaf.parameters or {}).get("required") or ()
-                         if n in properties)
+        schema: Mapping[str, Any] = leaf.parameters or {}
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = tuple(n for n in schema.get("required") or () if n in properties)
         order = required + tuple(n for n in properties if n not in required)
         topic = topic_words(leaf.name, leaf.description or "")
         text = RequestText.read(task)

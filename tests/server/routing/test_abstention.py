@@ -15,6 +15,7 @@ from doubles import LogitEngine
 from recovery_kit import evidence_source, house_tree
 from stackroute.runtime.catalog import build_tree
 from stackroute.runtime.errors import InputError
+from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import Prompt
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import Node
@@ -202,15 +203,20 @@ PAYMENTS = {"name": "bank", "description": "A bank.", "children": [
         {"name": "payment_history", "description": "List recent payments."}]}]}
 
 
-def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no_model_call(
-        ) -> None:
+def values_only_machine() -> tuple[StackMachine, LogitEngine]:
+    """The payments catalog under a check that weighs the request's values alone (the fit gave
+    the model's answers no weight, so the check does not ask them)."""
     tree = build_tree(PAYMENTS)
-    # The fit gave the model's answers no weight: the check does not ask them.
     values_only = AbstentionOptions(values_weight=1.0, threshold=-1.0, is_judge_enabled=False)
     engine = scripted({"payments": 6.0, "send_money": 6.0}, says_yes=True)
     options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
                             speculation=DraftSource.OFF, abstention=values_only)
-    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    return build_machine(tree, engine, options=options, evidence=evidence_source(tree)), engine
+
+
+def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no_model_call(
+        ) -> None:
+    machine, engine = values_only_machine()
     held = run_query(machine, Query(id="a", query="Send 500 dollars to Asha", gold=(),
                                     args=None, tags=()))
     assert [c["path"] for c in held.calls] == ["payments/send_money"]
@@ -414,12 +420,7 @@ def test_the_check_and_the_arguments_share_one_reading_of_the_leafs_values(
         return original(cls, leaf, task)
 
     monkeypatch.setattr(ValueMenus, "read", classmethod(counted))
-    tree = build_tree(PAYMENTS)
-    values_only = AbstentionOptions(values_weight=1.0, threshold=-1.0, is_judge_enabled=False)
-    engine = scripted({"payments": 6.0, "send_money": 6.0}, says_yes=True)
-    options = RouterOptions(recovery=RecoveryOptions(is_fallback_enabled=False),
-                            speculation=DraftSource.OFF, abstention=values_only)
-    machine = build_machine(tree, engine, options=options, evidence=evidence_source(tree))
+    machine, _ = values_only_machine()
     held = run_query(machine, Query(id="a", query="Send 500 dollars to Asha", gold=(),
                                     args=None, tags=()))
     assert [c["path"] for c in held.calls] == ["payments/send_money"]
