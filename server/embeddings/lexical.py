@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from stackroute.server.embeddings.words import split_name
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -47,15 +48,15 @@ def tokens(text: str) -> list[str]:
 # abstention fits on dev (4 to 6 and whole words within a sample or two:
 # bench/results/2026-12-06-cpu-out-of-scope-named/).
 NAME_PREFIX = 5
-_ACRONYM = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")  # "ECGSample" -> "ECG Sample"
 
 
 def name_share(name: str, text: str) -> float:
-    """The share of a tool name's words (camelCase, acronyms and snake_case split, verb
-    included; words of three letters or more) that `text` says; 1.0 for a name with no such
-    word. A request the tool does not serve seldom says what the tool is called, even where
-    its embedding lands near it."""
-    named = {w for w in tokens(_ACRONYM.sub(" ", name)) if len(w) > 2}
+    """The share of a tool name's words (`words.split_name`: camelCase, acronyms, snake_case
+    and digits apart; the verb included; words of three letters or more, plurals folded) that
+    `text` says; 1.0 for a name with no such word. A request the tool does not serve seldom
+    says what the tool is called, even where its embedding lands near it."""
+    named = {w for w in (_fold(w) for w in split_name(name)
+                         if w.isalpha() and w not in STOP_WORDS) if len(w) > 2}
     if not named:
         return 1.0
     said = [w for w in tokens(text) if len(w) > 2]

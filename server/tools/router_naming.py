@@ -20,14 +20,14 @@ from typing import Any
 from stackroute.runtime.catalog import RESERVED_NAMES
 from stackroute.runtime.messages import Message
 from stackroute.runtime.prompt import Prompt
-from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
-from stackroute.server.tools.words import (
+from stackroute.server.embeddings.words import (
     GENERIC_TOOL_WORDS,
     STOP_WORDS,
     split_name,
     stem,
     text_words,
 )
+from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 from stackroute.runtime.lint import MAX_USEFUL_DEPTH, WIDE_MENU
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.embeddings.embedder import TextEmbedder
-from stackroute.server.tools.words import split_name
+from stackroute.server.embeddings.words import split_name
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ from stackroute.runtime.errors import CatalogError, InputError, Problem
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.vector_cache import CachedEmbedder
+from stackroute.server.embeddings.words import split_name, topic_text
 from stackroute.server.engines.base import Engine
 from stackroute.server.tools.clustering import Group, PartitionOptions, partition
 from stackroute.server.tools.router_naming import (
@@ -33,7 +34,6 @@ from stackroute.server.tools.router_naming import (
     model_name,
     name_from_words,
 )
-from stackroute.server.tools.words import split_name, topic_text
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.server.embeddings.words import name_tokens, split_name
 from stackroute.server.tools.clustering import levels_needed
 from stackroute.server.tools.taxonomy import (
     Finding,
@@ -17,7 +18,6 @@ from stackroute.server.tools.taxonomy import (
     OverlapThresholds,
     Severity,
 )
-from stackroute.server.tools.words import name_tokens, split_name
 
 
 def similar_names(tree: CapabilityTree, *, max_pairwise: int = 500) -> Iterable[Finding]:

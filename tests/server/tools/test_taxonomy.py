@@ -215,7 +215,7 @@ def test_real_embedder_flags_seal_tools_style_overlaps(real_embedder: CachedEmbe
     ]
 
 
-@pytest.mark.parametrize("module", ["words", "taxonomy", "tree_checks", "router_naming",
+@pytest.mark.parametrize("module", ["taxonomy", "tree_checks", "router_naming",
                                     "clustering", "abstention_fit",
                                     "abstention_calibration"])
 def test_docstring_examples(module: str) -> None:

@@ -1,6 +1,7 @@
 """The words of capability names and descriptions: split, lower-cased, stop words dropped,
-crudely stemmed. Shared by the taxonomy checks (near-duplicate names) and the tree builder
-(router names from their members' most distinctive words)."""
+crudely stemmed. Shared by the taxonomy checks (near-duplicate names), the tree builder
+(router names from their members' most distinctive words) and the abstention check's name
+share (`lexical.name_share`)."""
 
 from __future__ import annotations
 
