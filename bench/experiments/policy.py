@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from stackroute.bench.workloads.datasets import (
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.prompt import PromptStyle
 from stackroute.server.embeddings.leaf_index import EvidenceSource
+from stackroute.server.embeddings.words import name_words
 from stackroute.server.routing.calibration import router_options
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.router import build_machine, evidence_for_tree
@@ -55,7 +55,6 @@ from stackroute.server.tools.evaluate import EvalSummary, Query, QueryResult
 log = logging.getLogger(__name__)
 
 REPORT_SEED = 0
-_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 MODEL_ROWS = ("flat", "plain", "guided")
 EVIDENCE_ROWS = ("evidence alone", "MiniLM alone")
 
@@ -86,7 +85,7 @@ class MiniLmAlone:
         leaves, _ = _depth_first(tree.root)
         texts = []
         for leaf in leaves:
-            words = " ".join(w.lower() for w in _WORDS.split(leaf.name) if w)
+            words = name_words(leaf.name)
             description = " ".join(leaf.description.split())
             texts.append(f"{words}: {description}" if description else words)
         self.paths = [_report_path(leaf) for leaf in leaves]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,12 +42,12 @@ from numpy.typing import NDArray
 from stackroute.runtime.tree import CapabilityTree, Node
 from stackroute.server.embeddings.embedder import TextEmbedder
 from stackroute.server.embeddings.lexical import Bm25Index
+from stackroute.server.embeddings.words import name_words
 
 log = logging.getLogger(__name__)
 
 INDEX_FORMAT_VERSION = 2  # 2: parameters' text, examples
 DEFAULT_LEXICAL_WEIGHT = 0.5  # measured on the dev splits (module docstring)
-_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 
 
 class Aggregate(StrEnum):
@@ -68,7 +67,7 @@ def leaf_text(leaf: Node) -> str:
     ...     "payee_name": {"type": "string", "description": "who gets it"}, "amount": {}}}))
     'send: Send money.; arguments: payee name (who gets it), amount'
     """
-    words = " ".join(w.lower() for w in _WORD_BREAK.split(leaf.name) if w)
+    words = name_words(leaf.name)
     description = " ".join(leaf.description.split())
     text = f"{words}: {description}" if description else words
     properties = (leaf.parameters or {}).get("properties")
@@ -76,7 +75,7 @@ def leaf_text(leaf: Node) -> str:
         described = []
         for name, schema in properties.items():
             about = schema.get("description") if isinstance(schema, Mapping) else None
-            label = " ".join(w.lower() for w in _WORD_BREAK.split(str(name)) if w)
+            label = name_words(str(name))
             described.append(f"{label} ({' '.join(about.split())})"
                              if isinstance(about, str) and about.strip() else label)
         text += "; arguments: " + ", ".join(described)

@@ -16,7 +16,6 @@ normalised score can be mixed with cosine similarity under one set of thresholds
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ import numpy as np
 from numpy.typing import NDArray
 from stackroute.server.embeddings.words import split_name
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # Words every request and tool shares; they only add noise to the overlap.
 STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "i", "in",
@@ -38,8 +35,7 @@ STOP_WORDS = frozenset((
 def tokens(text: str) -> list[str]:
     """Lower-case words of `text`, camelCase and snake_case split, stop words dropped,
     plurals folded (`payments` → `payment`)."""
-    words = _TOKEN.findall(_CAMEL.sub(" ", text).lower())
-    return [_fold(w) for w in words if w not in STOP_WORDS]
+    return [_fold(w) for w in split_name(text) if w not in STOP_WORDS]
 
 
 # `name_share`: a name word of four letters or more is said by a request word that starts with

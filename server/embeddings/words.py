@@ -23,18 +23,44 @@ GENERIC_TOOL_WORDS = frozenset((
     "particular", "perform", "provide", "provided", "related", "remove", "retrieve", "search",
     "set", "specified", "tool", "tools", "update", "value", "various",
 ))
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_ALNUM = re.compile(r"[^\W_]+")  # runs of letters and digits, in any script
 
 
 def split_name(name: str) -> list[str]:
-    """The lower-case words of an identifier.
+    """The lower-case words of an identifier or a text: split at anything not a letter or a
+    digit, at camelCase, after an acronym ("ECGSample"), and between letters and digits.
+    Every layer that reads a tool's or a property's name in words calls this, so the
+    evidence, BM25, the judge's prompt and the value cues see the same words.
 
     >>> split_name("getPM2_5Level")
     ['get', 'pm', '2', '5', 'level']
-    >>> split_name("Travel_and_Tourism")
-    ['travel', 'and', 'tourism']
+    >>> split_name("getECGSample"), split_name("Travel_and_Tourism")
+    (['get', 'ecg', 'sample'], ['travel', 'and', 'tourism'])
+    >>> split_name("créerFactureTVA"), split_name("iOS-app.v2")
+    (['créer', 'facture', 'tva'], ['i', 'os', 'app', 'v', '2'])
     """
-    return [w.lower() for w in _CAMEL.findall(name)]
+    words = []
+    for run in _ALNUM.findall(name):
+        start = 0
+        for i in range(1, len(run)):
+            before, here = run[i - 1], run[i]
+            after = run[i + 1] if i + 1 < len(run) else ""
+            if (before.isdigit() != here.isdigit()
+                    or (here.isupper() and not before.isupper())
+                    or (before.isupper() and here.isupper() and after.islower())):
+                words.append(run[start:i])
+                start = i
+        words.append(run[start:])
+    return [w.lower() for w in words]
+
+
+def name_words(name: str) -> str:
+    """`split_name`'s words joined by spaces: a name as a sentence says it.
+
+    >>> name_words("getWaterQuality"), name_words("payee_name")
+    ('get water quality', 'payee name')
+    """
+    return " ".join(split_name(name))
 
 
 def text_words(text: str) -> list[str]:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -56,6 +55,7 @@ from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.embeddings.lexical import name_share
+from stackroute.server.embeddings.words import name_words
 from stackroute.server.engines.base import Engine
 from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
 from stackroute.server.routing.calibration_file import CalibrationFile
@@ -72,7 +72,6 @@ LEAD_RANK = 10  # `lead`: the best leaf's score over this rank's (1 = the best i
 JUDGE_SYSTEM = ("You check whether a tool can do what a user asks. Answer yes only when the "
                 "tool does exactly what the request asks for; otherwise answer no.")
 _SWITCHES = ("is_judge_enabled", "is_contrast_enabled")
-_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./]+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,7 +195,7 @@ def leaf_words(leaf: Node) -> str:
     >>> leaf_words(Node("getWaterQuality", ("x",), "Water quality of a lake."))
     'get water quality: Water quality of a lake.'
     """
-    words = " ".join(w.lower() for w in _WORD_BREAK.split(leaf.name) if w)
+    words = name_words(leaf.name)
     description = " ".join(leaf.description.split())
     return f"{words}: {description}" if description else words
 

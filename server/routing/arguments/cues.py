@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from stackroute.server.embeddings.words import split_name
+
 STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is are be as
 into about than then that this these those it its my me i you your we our please can could
 would will shall should do does did get give show tell find set make let up out over under all
@@ -27,8 +29,7 @@ _CONNECTORS = frozenset(("is", "named", "called", "id", "number", "no", "#", "lo
 
 def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
     """The property's own words: its name split at _ and camelCase (lower case)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
-    return [w.lower() for w in spaced.split() if w and w.lower() not in STOPWORDS]
+    return [w for w in split_name(name) if w not in STOPWORDS]
 
 
 def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.words import name_words
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import schema_of
 
@@ -38,7 +39,7 @@ def property_text(name: str, schema: Mapping[str, Any]) -> str:
     'fat content: Fat content in percent'
     """
     description = schema.get("description")
-    words = name.replace("_", " ").strip()
+    words = name_words(name)
     return f"{words}: {description}" if isinstance(description, str) and description else words
 
 

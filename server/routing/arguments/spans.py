@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stackroute.server.embeddings.words import name_words
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import STOPWORDS, near
 from stackroute.server.routing.arguments.literals import labels_literal
@@ -94,8 +95,7 @@ def topic_words(name: str, description: str) -> LeafWords:
     >>> "rest" in words, words.says("forest restoration"), words.says("forest data")
     (True, True, False)
     """
-    text = (re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ") + " "
-            + description).lower()
+    text = f"{name_words(name)} {description}".lower()
     return LeafWords(frozenset(w[:4] for w in re.findall(r"[a-z]+", text)
                                if len(w) >= 3 and w not in STOPWORDS),
                      " ".join(re.findall(r"[a-z0-9]+", text)))

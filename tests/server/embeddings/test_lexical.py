@@ -22,6 +22,7 @@ from stackroute.server.embeddings.lexical import Bm25Index, name_share, tokens
     ("pay_utility_bills, please!", ["pay", "utility", "bill"]),
     ("the policies", ["policy"]),
     ("glass class", ["glass", "class"]),
+    ("getECGSample for the PDFReport", ["get", "ecg", "sample", "pdf", "report"]),  # acronyms
 ])
 def test_tokens(text: str, words: list[str]) -> None:
     assert tokens(text) == words
@@ -51,6 +52,18 @@ def test_bm25_prefers_rare_shared_words_and_ignores_values() -> None:
     assert float(send[0]) == pytest.approx(float(index.scores("send money 500 ID-77")[0]))
     assert np.all(index.scores("quantum chromodynamics") == 0.0)
     assert np.all((send >= 0.0) & (send <= 1.0))
+
+
+def test_bm25_and_leaf_text_split_an_acronym_from_the_word_after_it() -> None:
+    """One splitter for every layer: a request that says "ECG" finds `getECGSample` in BM25
+    and in the embedded leaf text, as the abstention check's name share does."""
+    tree = build_tree({"name": "root", "children": [
+        {"name": "getECGSample", "description": "A patient's recording."},
+        {"name": "getSample", "description": "A soil sample."}]})
+    assert leaf_index_module.leaf_text(next(tree.leaves())).startswith("get ecg sample:")
+    index = Bm25Index.from_texts(["getECGSample", "getSample"])
+    scores = index.scores("the ECG of patient 7")
+    assert scores[0] > 0.0 and scores[1] == 0.0
 
 
 def test_one_exact_word_scores_one_over_one_plus_k1() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from stackroute.server.routing.arguments.candidates import candidates, topic_words
+from stackroute.server.routing.arguments.cues import property_words
 from stackroute.server.routing.arguments.dates import find_dates, find_times
 from stackroute.server.routing.arguments.numbers import find_numbers
 
@@ -140,3 +141,13 @@ def test_nothing_is_invented() -> None:
             assert candidate.text in request
     assert candidates("tags", {"type": "array"}, request) == []
     assert candidates("email", {"type": "string", "format": "email"}, request) == []
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("patient_id", ["patient", "id"]),
+    ("userIDNumber", ["user", "id", "number"]),
+    ("start-date", ["start", "date"]),
+])
+def test_a_property_name_is_split_as_every_layer_splits_names(name: str,
+                                                              words: list[str]) -> None:
+    assert property_words(name, {}) == words

@@ -38,8 +38,8 @@ PATHS = ("billing/pay_water", "billing/pay_power", "transfers/split_rent",
 @pytest.mark.parametrize(("name", "description", "text"), [
     ("getWaterQuality", "Water quality.", "get water quality: Water quality."),
     ("pay_water_bill", "Pay  it\nnow.", "pay water bill: Pay it now."),
-    ("HTTPGet", "", "httpget"),
-    ("send-SMS.v2", "x", "send sms v2: x"),
+    ("HTTPGet", "", "http get"),  # an acronym is a word of its own
+    ("send-SMS.v2", "x", "send sms v 2: x"),  # letters and digits apart, as split_name does
 ])
 def test_leaf_text(name: str, description: str, text: str) -> None:
     assert leaf_text(Node(name, (name,), description)) == text

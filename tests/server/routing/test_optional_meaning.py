@@ -95,6 +95,7 @@ def test_nothing_in_the_request_means_the_property_so_it_stays_out() -> None:
 
 def test_property_text_is_its_name_in_words_with_its_description() -> None:
     assert property_text("social_platform", {}) == "social platform"
+    assert property_text("patientID", {}) == "patient id"  # camelCase and acronyms too
     assert property_text("unit", {"description": "Unit of volume"}) == "unit: Unit of volume"
 
 
