@@ -16,6 +16,7 @@ from typing import Any
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
+    STOPWORDS,
     label_positions,
     near,
     property_words,
@@ -47,6 +48,12 @@ WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
+# What follows a colon to the end of the request is what to write ("a ticket in OPS: Disk full
+# on db-3"), for a property that holds free text; below a quote, which says so outright
+CLAUSE_PRIOR = 2.5
+_AFTER_COLON = re.compile(r":\s+(\S[^:\n]*?)[.!]?\s*$")
+_TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note", "notes",
+                         "comment", "description", "reason", "caption", "title", "details"))
 
 
 def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText, *,
@@ -69,7 +76,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], text)
     elif kind == "boolean":
-        found = boolean_candidates(text, cues)
+        found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
         found = _number_candidates(kind, read, cues, words)
     elif kind in ("string", None):
@@ -136,6 +143,10 @@ def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
         text = str(value) if not isinstance(value, str) else value
         phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
         parts = phrase.split()
+        if phrase in STOPWORDS:  # "A" (a DNS record type) is not the article
+            if re.search(rf"\b{re.escape(text)}\b", request):
+                matched.append(Candidate(value, _option_text(value), "enum", prior=2.0))
+            continue
         if phrase and (re.search(rf"\b{re.escape(phrase)}\b", lowered) or (parts and all(
                 p in tokens or any((t[:5] == p[:5] and len(p) >= 5)
                                    or (len(p) >= 3 and t.startswith(p) and len(t) - len(p) <= 2)
@@ -216,6 +227,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         return out
     for match in read.quoted:
         out += _quoted(match, near(match.span(), cues, request, before=True))
+    clause = _AFTER_COLON.search(request)
+    if clause and _TEXT_WORDS & set(words) and not read.quoted:
+        out.append(Candidate(clause[1], clause[1], "quoted", CLAUSE_PRIOR, clause.span(1)))
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),
                       lit.span) for lit in read.literals]

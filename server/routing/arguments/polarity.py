@@ -7,7 +7,8 @@ not "with", which is mostly "a meeting with Ana"), so "don't forget to turn on t
 true. Where several strong words are there, the one nearest before the property's own name
 counts ("enable the alarm and disable the lights"), else the nearest after it. A request with
 none gives both values the same prior: the choice is the model's (or, for an optional property,
-it stays out).
+it stays out), unless it names the flag itself ("*force* stop the instance", "as a *dry run*"):
+that sets it, at NAMED_PRIOR.
 
 >>> [(c.text, c.prior) for c in boolean_candidates("Turn off the kitchen lights", [])]
 [('false', 2.0), ('true', 0.0)]
@@ -16,10 +17,12 @@ it stays out).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from stackroute.server.routing.arguments.candidate import Candidate
 
 POLARITY_PRIOR = 2.0
+NAMED_PRIOR = 1.0  # a flag the request names with no yes/no word: set, less surely
 _STRONG = {"enable": True, "enabled": True, "activate": True, "activated": True, "true": True,
            "yes": True, "disable": False, "disabled": False, "deactivate": False,
            "deactivated": False, "false": False}
@@ -31,14 +34,18 @@ _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave"
 _WORD = re.compile(r"[a-z']+|[.,;:!?]")
 
 
-def boolean_candidates(request: str, cues: list[tuple[int, int]]) -> list[Candidate]:
+def boolean_candidates(request: str, cues: list[tuple[int, int]],
+                       words: Sequence[str] = ()) -> list[Candidate]:
     """`true` and `false`, the value the request's words say for this property (the strong
-    word nearest before one of its `cues`, else the first) at prior POLARITY_PRIOR."""
+    word nearest before one of its `cues`, else the first) at prior POLARITY_PRIOR; with no
+    such word, `true` at NAMED_PRIOR where the request says the property's `words` (its name),
+    in order."""
     found = _polarities(request)
     strong = [(start, value) for start, value, is_strong in found if is_strong]
     pool = strong or [(start, value) for start, value, _ in found]
     if not pool:
-        return [Candidate(True, "true", "boolean"), Candidate(False, "false", "boolean")]
+        named = NAMED_PRIOR if _says_name(request, words) else 0.0
+        return [Candidate(True, "true", "boolean", named), Candidate(False, "false", "boolean")]
     if cues:
         _, value = min(pool, key=lambda p: min(_reach(p[0], a) for a, _ in cues))
     else:
@@ -46,6 +53,16 @@ def boolean_candidates(request: str, cues: list[tuple[int, int]]) -> list[Candid
     chosen = Candidate(value, "true" if value else "false", "boolean", POLARITY_PRIOR)
     other = Candidate(not value, "false" if value else "true", "boolean", 0.0)
     return [chosen, other]
+
+
+def _says_name(request: str, words: Sequence[str]) -> bool:
+    """Whether the request's words hold `words` one after another, each whole or (four
+    letters or more) by its first four ("forced" says `force`; "run" alone is no `dry_run`)."""
+    said = re.findall(r"[a-z]+", request.lower())
+    n = len(words)
+    return n > 0 and any(all(s == w or (len(w) >= 4 and s[:4] == w[:4])
+                             for s, w in zip(said[k:k + n], words, strict=True))
+                         for k in range(len(said) - n + 1))
 
 
 def _reach(word: int, cue: int) -> int:

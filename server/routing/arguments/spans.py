@@ -21,13 +21,16 @@ _NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
                           "destination", "venue", "site", "state", "town"))
 _PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
+# How a request asks ("search for", "check the"); after an article they are nouns, and may be
+# values ("the search service")
+_ASKING_VERBS = frozenset("""provide retrieve obtain fetch calculate compute determine check
+tell explain describe perform create generate analyze analyse assess evaluate estimate search
+look""".split())  # noqa: SIM905
 # Words that say what the request asks, not what it asks about ("information on", "the
 # specified address"): a span of these alone is rarely a value.
-FILLER = frozenset("""information info details detail specified specific certain given
-particular related relevant appropriate according following respective provided corresponding
-desired requested specifically regarding needed required id provide retrieve obtain fetch
-calculate compute determine check tell explain describe perform create generate analyze
-analyse assess evaluate estimate estimated search look
+FILLER = _ASKING_VERBS | frozenset("""information info details detail specified specific certain
+given particular related relevant appropriate according following respective provided
+corresponding desired requested specifically regarding needed required id
 called named titled entitled url uri ip link""".split())  # noqa: SIM905
 # (the last line: words that say a name or a literal follows, "called", "the URL", never one)
 SPAN_WORD_COST = 0.4  # prior per extra word of a span: shorter values first
@@ -70,11 +73,13 @@ _SUBJECT_WORDS = frozenset(("query", "topic", "subject", "keyword", "keywords", 
 
 @dataclass(frozen=True)
 class LeafWords:
-    """A leaf's own words: `stems`, their 4-letter stems (`stem in words`), and `text`, its
-    name split at _ and camelCase and its description, lower case, one space between words."""
+    """A leaf's own words: `stems`, their 4-letter stems (`stem in words`), `text`, its
+    name split at _ and camelCase and its description, lower case, one space between words,
+    and `name`, its name's words alone."""
 
     stems: frozenset[str] = frozenset()
     text: str = ""
+    name: str = ""
 
     def __contains__(self, stem: object) -> bool:
         return stem in self.stems
@@ -82,6 +87,11 @@ class LeafWords:
     def says(self, phrase: str) -> bool:
         """Whether the leaf's text holds `phrase` (its words, in order, whole)."""
         return f" {phrase.lower()} " in f" {self.text} "
+
+    def names(self, phrase: str) -> bool:
+        """Whether the leaf's name holds `phrase`'s words, in order, whole ("EC2" in
+        startEC2Instance, "SLA" in getSLAReport)."""
+        return bool(self.name) and f" {name_words(phrase)} " in f" {self.name} "
 
 
 NO_LEAF_WORDS = LeafWords()
@@ -94,11 +104,13 @@ def topic_words(name: str, description: str) -> LeafWords:
     >>> words = topic_words("getForestRestorationProgress", "Retrieve forest restoration data")
     >>> "rest" in words, words.says("forest restoration"), words.says("forest data")
     (True, True, False)
+    >>> topic_words("getSLAReport", "").names("SLA"), topic_words("getSLAReport", "").names("LA")
+    (True, False)
     """
     text = f"{name_words(name)} {description}".lower()
     return LeafWords(frozenset(w[:4] for w in re.findall(r"[a-z]+", text)
                                if len(w) >= 3 and w not in STOPWORDS),
-                     " ".join(re.findall(r"[a-z0-9]+", text)))
+                     " ".join(re.findall(r"[a-z0-9]+", text)), name_words(name))
 
 
 def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *,
@@ -135,7 +147,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             start, end = tokens[i].start, tokens[j].end
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
-            if re.search(r"[.;!?]\s|,\s|[()\[\]\n]", whole[start:end]):
+            if re.search(r"[.;:!?]\s|,\s|[()\[\]\n]", whole[start:end]):
                 continue  # spans stay inside one clause and line (and out of brackets)
             text = whole[start:end]
             if any(q in text for q in "\"“”") or all(
@@ -143,17 +155,22 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                     for t in tokens[i:j + 1]):
                 continue  # a quote's edge, or the property's own name ("ID", "post ID")
             span_words = [t.word for t in tokens[i:j + 1]]
+            # an acronym of the tool's own name ("VPN" for grantVPNAccess, "EC2" for
+            # startEC2Instance) is the tool said again, not a name or an id
+            acronym = text.isupper() and topic.names(text)
             # a name: capitalised words, joiners between, and a number right after one of
             # its capitalised words ("Bank of America", "Boeing 777", "BMW 3 Series")
-            capitalised = i not in starts and span_words[0][:1].isupper() \
+            capitalised = not acronym and i not in starts and span_words[0][:1].isupper() \
                 and span_words[0].lower() not in FILLER and all(
                 t[:1].isupper() or t.lower() in _NAME_JOINERS
                 or (k > 0 and t.isdigit() and span_words[k - 1][:1].isupper())
                 for k, t in enumerate(span_words))
             prior = -SPAN_WORD_COST * (j - i)
             fillers = [t.lower() in STOPWORDS or t.lower() in FILLER for t in span_words]
-            asks = [f or t.lower()[:4] in topic for f, t in zip(fillers, span_words,
-                                                                 strict=True)]
+            if first.lower() in _ASKING_VERBS and _token_before(request, i).lower() in _ARTICLES:
+                fillers[0] = False  # a noun here: "the search service"
+            asks = [acronym or f or t.lower()[:4] in topic
+                    for f, t in zip(fillers, span_words, strict=True)]
             if all(fillers):  # "the specified", "ID": whatever the case
                 prior -= FILLER_PENALTY
             elif capitalised:
@@ -191,10 +208,10 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if any(a < end and start < b for a, b in when):
                 prior -= 3.0  # dates and times are offered normalised where a property
                 #               wants one ("15" of "15:38" is no value)
-            kind = "id" if _IDLIKE.fullmatch(text) else "span"
+            kind = "id" if _IDLIKE.fullmatch(text) and not acronym else "span"
             if is_place and _after_place_word(whole, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
-            if _IDLIKE.fullmatch(text):
+            if kind == "id":
                 prior += 2.0 if is_id else 0.5
             elif names_an_id and _PLAIN_WORDS.fullmatch(text):
                 prior -= WORD_ID_PENALTY

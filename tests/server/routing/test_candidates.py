@@ -88,6 +88,18 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     # a sentence whose closing quote the request leaves out keeps its period (Seal-Tools dev)
     ("message", {"type": "string"}, 'send the message "Don\'t forget to feed the cat.',
      ["Don't forget to feed the cat."]),
+    # an enum value that is also a function word is that value only as the schema writes it
+    ("record_type", {"enum": ["A", "AAAA", "CNAME", "MX", "TXT"]},
+     "Add a CNAME record docs.acme.io in the acme.io zone", ["CNAME"]),
+    ("record_type", {"enum": ["A", "AAAA", "CNAME"]}, "Point an A record at 10.0.0.7", ["A"]),
+    # a colon ends a clause; what follows it to the end is what to write
+    ("project_key", {"type": "string"}, "Open a Jira ticket in project OPS: Disk full on db-3",
+     ["OPS"]),
+    ("summary", {"type": "string"}, "Open a Jira ticket in project OPS: Disk full on db-3",
+     ["Disk full on db-3"]),
+    ("message", {"type": "string"},
+     "Page the on-call engineer for billing with high urgency: checkout is failing",
+     ["checkout is failing"]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,
@@ -116,11 +128,29 @@ def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str
     ("court", ("getJudicialDecisions", "Retrieve judicial decisions"),
      "Provide me with the criminal judicial decisions from the Supreme Court in the year 1995.",
      "Supreme Court"),
+    # an acronym of the tool's own name is the tool said again, not a name
+    ("username", ("grantVPNAccess", "Give a user VPN access for a number of days"),
+     "Give mkhan VPN access for 7 days", "mkhan"),
+    ("service", ("getSLAReport", "Uptime and SLA compliance of a service over a period"),
+     "Get the SLA report for the search service from 2026-10-01 to 2026-10-31", "search"),
+    ("instance_id", ("startEC2Instance", "Start a stopped EC2 virtual machine"),
+     "Start EC2 instance i-0a1b2c3d4e5f in eu-west-1", "i-0a1b2c3d4e5f"),
 ])
 def test_the_leafs_own_words_and_filler_are_held_back(name: str, leaf: tuple[str, str],
                                                       request_text: str, expected: str) -> None:
     found = candidates(name, {"type": "string"}, request_text, topic=topic_words(*leaf))
     assert found[0].value == expected
+
+
+def test_a_verb_of_the_ask_after_an_article_is_a_noun_that_may_be_the_value() -> None:
+    """"search" and "check" are how requests ask ("search for", "check the"), never a value;
+    after an article they are nouns: "the search service" labels `service` with "search"."""
+    request = "Get the SLA report for the search service from 2026-10-01 to 2026-10-31"
+    found = candidates("service", {"type": "string"}, request,
+                       topic=topic_words("getSLAReport", "Uptime and SLA compliance"))
+    assert (found[0].text, found[0].prior > 0) == ("search", True)
+    asked = candidates("service", {"type": "string"}, "Search the service logs for errors")
+    assert "Search" not in [c.text for c in asked if c.prior > 0]
 
 
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
@@ -131,6 +161,19 @@ def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
     found = candidates("account", {"enum": ["checking", "savings"]}, "what do I have")
     assert [(c.value, c.prior < 0) for c in found] == [("checking", True), ("savings", True)]
+
+
+@pytest.mark.parametrize(("name", "request_text", "value"), [
+    ("force", "Force stop the instance i-09f8e7d6c5", True),  # named, nothing against it
+    ("dry_run", "Delete the old pods as a dry run", True),
+    ("force", "Stop the instance i-09f8e7d6c5 without forcing it", False),
+    ("versioning", "Create a bucket named logs", None),  # not named: no value of its own
+])
+def test_a_flag_the_request_names_is_set(name: str, request_text: str,
+                                         value: bool | None) -> None:
+    found = candidates(name, {"type": "boolean"}, request_text)
+    best = [c.value for c in found if c.prior > 0]
+    assert best[:1] == ([] if value is None else [value])
 
 
 def test_nothing_is_invented() -> None:
