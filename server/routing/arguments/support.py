@@ -27,6 +27,10 @@ from stackroute.server.routing.arguments.spans import names_a_place
 _WHEN_KINDS = frozenset(("date", "time"))
 _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
                           "language"))
+# Kinds a request value has only where this property wants it (a date for a date, a language
+# name for a language): such a value is the request's support by itself
+_OWN_KINDS = frozenset(("email", "phone", "date", "time", "language"))
+TYPED_PRIOR = 3.0  # the prior of a typed value its property wants (candidates.py)
 
 
 class Offer(NamedTuple):
@@ -47,6 +51,13 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     request does not label says no, Seal-Tools dev, the 1.5B, by 3-14 nats on gold values);
     else none (it stays out)."""
     prop = schema_of(properties[name])
+    # a value only this property's kind takes is offered without `NONE`, as a match by
+    # meaning is: the 1.5B asked "is it given?" of a date or a time says no, named or not
+    # ("during the time period of 16:48", Seal-Tools dev)
+    own = [c for c in found if c.kind in _OWN_KINDS and c.prior >= TYPED_PRIOR
+           and c.text not in used]
+    if own:
+        return Offer(own, may_decline=False)
     if _supported_by_words(name, prop, found, request, used):
         return Offer(found, may_decline=True)
     if meaning is None or "enum" in prop or prop.get("type") in ("array", "boolean"):
@@ -66,12 +77,22 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
         return enum_matched(found)
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
         return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
-    lowered = request.lower()
-    words = [w for w in property_words(name, prop) if len(w) >= 3]
-    if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
+    words = _name_words(name, prop)
+    if _says(words, request) and any(c.prior > 0 for c in found):
         return True
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
         return any(c.prior >= 2.0 for c in found)
-    return any(c.kind in _TYPED_KINDS and c.prior >= 3.0 and c.text not in used for c in found)
+    return any(c.kind in _TYPED_KINDS and c.prior >= TYPED_PRIOR and c.text not in used
+               for c in found)
+
+
+def _name_words(name: str, prop: Mapping[str, Any]) -> list[str]:
+    """The words of the property's name a request may say it by (three letters or more)."""
+    return [w for w in property_words(name, prop) if len(w) >= 3]
+
+
+def _says(words: list[str], request: str) -> bool:
+    lowered = request.lower()
+    return any(w in lowered for w in words)

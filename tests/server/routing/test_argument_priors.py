@@ -162,17 +162,23 @@ def test_a_year_inside_a_date_is_no_name() -> None:
     # "language"); a language name is a value only a language property takes
     ("language", "Provide information about labor laws in Japan in Japanese.", "Japanese"),
     ("target_lang", "Format the text according to the style guide in English.", "English"),
-    # dev-easy-127: "at 15:38" for an optional time_period
+    # dev-easy-127: "at 15:38" for an optional time_period; dev-easy-166: named, too
     ("time_period", "Provide me with the retail revenue analytics at 15:38.", "15:38"),
+    ("time_period", "Assess the impact during the time period of 16:48.", "16:48"),
 ])
-def test_a_value_of_the_propertys_own_kind_leads_and_is_supported(
+def test_a_value_of_the_propertys_own_kind_leads_and_is_offered_without_none(
         name: str, request_text: str, expected: str) -> None:
+    """The value is the request's support, as a match by meaning is: a model asked "is it
+    given?" of a value the request does not label says no (the 1.5B dropped dev-easy-166's
+    time and an unseen catalog's "expiring 2027-01-31" with NONE against +6 nats of prior)."""
     from stackroute.server.routing.arguments.support import offered
 
     found = candidates(name, {"type": "string"}, request_text)
     assert found[0].text == expected and found[0].prior >= 3.0
-    assert offered(name, {name: {"type": "string"}}, found, request_text, set()).candidates \
-        == found
+    offer = offered(name, {name: {"type": "string"}}, found, request_text, set())
+    assert [c.text for c in offer.candidates] == [expected] and not offer.may_decline
+    # given to another property already: no longer this one's without NONE
+    assert offered(name, {name: {"type": "string"}}, found, request_text, {expected}).may_decline
 
 
 def test_no_language_is_offered_where_the_request_names_none() -> None:
