@@ -54,6 +54,13 @@ CLAUSE_PRIOR = 2.5
 _AFTER_COLON = re.compile(r":\s+(\S[^:\n]*?)[.!]?\s*$")
 _TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note", "notes",
                          "comment", "description", "reason", "caption", "title", "details"))
+# What follows "because" or "due to" to the end of its clause is the reason, said as outright
+# as a quote: a clause after "because" whole ("because the item arrived damaged"), a noun
+# phrase after "because of" or "due to" without its article ("due to a schedule conflict")
+REASON_PRIOR = 3.0
+_AFTER_BECAUSE = re.compile(r"\b(?i:(because of|due to)(?:\s+(?:a|an|the)\b)?|because)"
+                            r"\s+([^\s.!?,;:][^.!?,;:\n]*)")
+_REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "rationale", "why"))
 
 
 def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText, *,
@@ -230,6 +237,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     clause = _AFTER_COLON.search(request)
     if clause and _TEXT_WORDS & set(words) and not read.quoted:
         out.append(Candidate(clause[1], clause[1], "quoted", CLAUSE_PRIOR, clause.span(1)))
+    if _REASON_WORDS & set(words):
+        out += [Candidate(m[2].strip(), m[2].strip(), "quoted", REASON_PRIOR, m.span(2))
+                for m in _AFTER_BECAUSE.finditer(request)]
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),
                       lit.span) for lit in read.literals]

@@ -187,6 +187,19 @@ def test_no_language_is_offered_where_the_request_names_none() -> None:
     assert not any(c.prior >= 3.0 for c in found)
 
 
+def test_an_optional_reason_is_filled_only_where_the_request_says_why() -> None:
+    from stackroute.server.routing.arguments.support import offered
+
+    properties = {"order_id": {"type": "string"}, "reason": {"type": "string"}}
+    request = "Refund order ORD-7781 because the item arrived damaged"
+    found = candidates("reason", properties["reason"], request)
+    offer = offered("reason", properties, found, request, {"ORD-7781"})
+    assert offer.candidates[0].text == "the item arrived damaged"
+    plain = "Refund order ORD-7781 now"
+    assert not offered("reason", properties, candidates("reason", properties["reason"], plain),
+                       plain, {"ORD-7781"}).candidates
+
+
 def test_a_date_property_gets_normalised_dates_and_no_piece_of_one() -> None:
     # dev-easy-5: check_in_date "January 7" and check_out_date "January" were chosen
     request = "Find available rooms in New York from November 25, 2013, to January 7, 2006."

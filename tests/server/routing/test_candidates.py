@@ -100,6 +100,15 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     ("message", {"type": "string"},
      "Page the on-call engineer for billing with high urgency: checkout is failing",
      ["checkout is failing"]),
+    # what follows "because" to the end of its clause is the reason; after "because of" or
+    # "due to", a noun phrase without its article
+    ("reason", {"type": "string"},
+     "Refund 25.50 on order ORD-7781 because the item arrived damaged, and tell them",
+     ["the item arrived damaged"]),
+    ("justification", {"type": "string"},
+     "Give mkhan VPN access for 7 days due to on-call duty this week.", ["on-call duty this week"]),
+    ("cancel_reason", {"type": "string"}, "Cancel order 5 Because of a duplicate charge.",
+     ["duplicate charge"]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,
