@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from stackroute.server.embeddings.words import STOP_WORDS, stem
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     STOPWORDS,
@@ -43,6 +44,8 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 # An age said the ways one is said, around its number: "49-year-old", "49 years old", "aged 49"
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
+_UNIT = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
+_UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+)?([a-z]+)")
 # A property named for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
@@ -85,7 +88,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
-        found = _number_candidates(kind, read, cues, words)
+        found = _number_candidates(kind, read, cues, words, _units(schema))
     elif kind in ("string", None):
         found = _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
@@ -176,8 +179,24 @@ def _option_text(value: Any) -> str:
     return value if isinstance(value, str) and value else json.dumps(value)
 
 
+def _units(schema: Mapping[str, Any]) -> frozenset[str]:
+    """The units a number's description counts in, singular: the word after "in", "many" or
+    "number of" ("The duration in minutes", "At or below this many units"); not any word of it
+    ("The age limit for participants" does not count participants)."""
+    described = schema.get("description")
+    if not isinstance(described, str):
+        return frozenset()
+    return frozenset(_singular(m[1]) for m in _UNIT_IN.finditer(described.lower())
+                     if m[1] not in STOP_WORDS)
+
+
+def _singular(word: str) -> str:
+    word = stem(word)
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
 def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]],
-                       words: list[str]) -> list[Candidate]:
+                       words: list[str], units: frozenset[str]) -> list[Candidate]:
     request, blocked = read.text, read.when
     money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
                       "income", "balance", "payment") for w in words)
@@ -188,9 +207,11 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         value = number.value
         if kind == "integer" and isinstance(value, float):
             continue
+        unit = _UNIT.match(request, number.span[1])
         labelled = near(number.span, cues, request, before=True) or ("age" in words and (
             _YEARS_OLD.match(request, number.span[1]) is not None
-            or _AGED.search(request[:number.span[0]]) is not None))
+            or _AGED.search(request[:number.span[0]]) is not None)) or (
+            unit is not None and _singular(unit[1].lower()) in units)  # "5 units", "300 s…"
         prior = 2.0 if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

@@ -203,6 +203,9 @@ PAYMENTS = {"name": "bank", "description": "A bank.", "children": [
         {"name": "payment_history", "description": "List recent payments."}]}]}
 
 
+HELD_COVERAGE = 1.5  # "Send 500 dollars to Asha": the lowest prior of its values, Asha's
+
+
 def values_only_machine() -> tuple[StackMachine, LogitEngine]:
     """The payments catalog under a check that weighs the request's values alone (the fit gave
     the model's answers no weight, so the check does not ask them)."""
@@ -225,7 +228,9 @@ def test_the_values_feature_stops_a_call_the_request_holds_no_values_for_with_no
     assert empty.calls == [] and empty.status.value == "done"
     features = abstention_records(empty)[0]["features"]
     assert features["values"] == -4.0 and features["judge"] == 0.0
-    assert abstention_records(held)[0]["features"]["values"] == 0.0
+    # the lowest prior of the values it holds: "Asha" (1.5; "500 dollars" is in the unit the
+    # amount's description counts in, 2.0)
+    assert abstention_records(held)[0]["features"]["values"] == HELD_COVERAGE
     assert not any(c.options == (YES, NO) for c in engine.calls)
 
 
@@ -424,7 +429,7 @@ def test_the_check_and_the_arguments_share_one_reading_of_the_leafs_values(
     held = run_query(machine, Query(id="a", query="Send 500 dollars to Asha", gold=(),
                                     args=None, tags=()))
     assert [c["path"] for c in held.calls] == ["payments/send_money"]
-    assert abstention_records(held)[0]["features"]["values"] == 0.0
+    assert abstention_records(held)[0]["features"]["values"] == HELD_COVERAGE
     assert reads == [("payments/send_money", "Send 500 dollars to Asha")]
 
 
@@ -432,6 +437,6 @@ def test_value_menus_read_for_one_leaf_are_refused_for_another() -> None:
     tree = build_tree(PAYMENTS)
     send = tree.node("payments/send_money")
     menus = ValueMenus.read(send, "Send 500 dollars to Asha")
-    assert value_coverage(send, "Send 500 dollars to Asha", menus=menus) == 0.0
+    assert value_coverage(send, "Send 500 dollars to Asha", menus=menus) == HELD_COVERAGE
     with pytest.raises(ValueError, match=r"read for 'payments/send_money'.*used for"):
         value_coverage(send, "Send 20 dollars to Ravi", menus=menus)

@@ -162,6 +162,27 @@ def test_a_verb_of_the_ask_after_an_article_is_a_noun_that_may_be_the_value() ->
     assert "Search" not in [c.text for c in asked if c.prior > 0]
 
 
+@pytest.mark.parametrize(("name", "schema", "request_text", "labelled"), [
+    # the unit after the number is the one the property's description counts in
+    ("threshold", {"type": "integer", "description": "At or below this many units"},
+     "Which products are at 5 units or fewer in NYC?", True),
+    ("ttl", {"type": "integer", "description": "Time to live in seconds"},
+     "Add the record with a lifetime of 300 seconds", True),
+    # another unit, or none, labels nothing
+    ("threshold", {"type": "integer", "description": "At or below this many units"},
+     "Which products are low in 5 warehouses?", False),
+    ("ttl", {"type": "integer", "description": "Time to live in seconds"},
+     "Add record 300 for example.org", False),
+    # a word the description says that is not what it counts in
+    ("age_limit", {"type": "integer", "description": "The age limit for participants"},
+     "Create a program for 15 participants", False),
+])
+def test_a_number_in_the_unit_its_description_counts_is_labelled(
+        name: str, schema: dict[str, Any], request_text: str, labelled: bool) -> None:
+    found = [c for c in candidates(name, schema, request_text) if c.kind == "number"]
+    assert (found[0].prior >= 2.0) is labelled
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
