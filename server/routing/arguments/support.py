@@ -42,18 +42,19 @@ class Offer(NamedTuple):
 
 def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], request: str,
             used: set[str], meaning: ValueMeaning | None = None) -> Offer:
-    """What optional property `name` is offered of `found`: all of them and `NONE` where
-    the request names the property (a word of its name) or holds a value only this kind of
-    property takes (a name after "in", "from" or "at" for a place); else (with `meaning`)
+    """What optional property `name` is offered of `found`: the values only its own kind
+    takes (an e-mail, a phone number, a date, a time, a language name at TYPED_PRIOR, not in
+    `used`), without `NONE`; else all of them and `NONE` where the request names the property
+    (a word of its name) or holds a value only this kind of property takes (a name after "in",
+    "from" or "at" for a place); else (with `meaning`)
     those that mean this property more than any other of the leaf (`meaning.py`; for a date
     or a time, only dates and times), without
     `NONE` (the match is the request's support: a model asked "is it given?" of a value the
     request does not label says no, Seal-Tools dev, the 1.5B, by 3-14 nats on gold values);
     else none (it stays out)."""
     prop = schema_of(properties[name])
-    # a value only this property's kind takes is offered without `NONE`, as a match by
-    # meaning is: the 1.5B asked "is it given?" of a date or a time says no, named or not
-    # ("during the time period of 16:48", Seal-Tools dev)
+    # such a value is the request's support, as a match by meaning is: the 1.5B asked "is it
+    # given?" of a date or a time says no, named or not ("during the time period of 16:48")
     own = [c for c in found if c.kind in _OWN_KINDS and c.prior >= TYPED_PRIOR
            and c.text not in used]
     if own:
