@@ -259,7 +259,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if clause and _TEXT_WORDS & set(words) and not read.quoted:
         out.append(Candidate(clause[1], clause[1], "quoted", CLAUSE_PRIOR, clause.span(1)))
     if _REASON_WORDS & set(words):
-        out += [Candidate(m[2].strip(), m[2].strip(), "quoted", REASON_PRIOR, m.span(2))
+        out += [Candidate(m[2].strip(), m[2].strip(), "reason", REASON_PRIOR, m.span(2))
                 for m in _AFTER_BECAUSE.finditer(request)]
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),

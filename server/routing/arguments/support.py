@@ -25,11 +25,11 @@ from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
 
 _WHEN_KINDS = frozenset(("date", "time"))
-_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "literal", "id",
+_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "reason", "literal", "id",
                           "language"))
 # Kinds a request value has only where this property wants it (a date for a date, a language
-# name for a language): such a value is the request's support by itself
-_OWN_KINDS = frozenset(("email", "phone", "date", "time", "language"))
+# name for a language, what follows "because" for a reason): the request's support by itself
+_OWN_KINDS = frozenset(("email", "phone", "date", "time", "language", "reason"))
 TYPED_PRIOR = 3.0  # the prior of a typed value its property wants (candidates.py)
 
 
@@ -43,15 +43,14 @@ class Offer(NamedTuple):
 def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], request: str,
             used: set[str], meaning: ValueMeaning | None = None) -> Offer:
     """What optional property `name` is offered of `found`: the values only its own kind
-    takes (an e-mail, a phone number, a date, a time, a language name at TYPED_PRIOR, not in
-    `used`), without `NONE`; else all of them and `NONE` where the request names the property
-    (a word of its name) or holds a value only this kind of property takes (a name after "in",
-    "from" or "at" for a place); else (with `meaning`)
-    those that mean this property more than any other of the leaf (`meaning.py`; for a date
-    or a time, only dates and times), without
-    `NONE` (the match is the request's support: a model asked "is it given?" of a value the
-    request does not label says no, Seal-Tools dev, the 1.5B, by 3-14 nats on gold values);
-    else none (it stays out)."""
+    takes (an e-mail, a phone number, a date, a time, a language name, a reason after
+    "because", at TYPED_PRIOR, not in `used`), without `NONE`; else all of them and `NONE`
+    where the request names the property (a word of its name) or holds a value only this kind
+    of property takes (a name after "in", "from" or "at" for a place); else (with `meaning`)
+    those that mean this property more than any other of the leaf (`meaning.py`; for a date or
+    a time, only dates and times), without `NONE` (the match is the request's support: a model
+    asked "is it given?" of a value the request does not label says no, Seal-Tools dev, the
+    1.5B, by 3-14 nats on gold values); else none (it stays out)."""
     prop = schema_of(properties[name])
     # such a value is the request's support, as a match by meaning is: the 1.5B asked "is it
     # given?" of a date or a time says no, named or not ("during the time period of 16:48")
