@@ -51,6 +51,9 @@ WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
+# a value of the kind its property wants, which no other kind of property takes: an e-mail, a
+# phone number, a date, a time, a language name, a reason after "because" (support.py)
+TYPED_PRIOR = 3.0
 # What follows a colon to the end of the request is what to write ("a ticket in OPS: Disk full
 # on db-3"), for a property that holds free text; below a quote, which says so outright
 CLAUSE_PRIOR = 2.5
@@ -60,7 +63,6 @@ _TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note"
 # What follows "because" or "due to" to the end of its clause is the reason, said as outright
 # as a quote: a clause after "because" whole ("because the item arrived damaged"), a noun
 # phrase after "because of" or "due to" without its article ("due to a schedule conflict")
-REASON_PRIOR = 3.0
 _AFTER_BECAUSE = re.compile(r"\b(?i:(because of|due to)(?:\s+(?:a|an|the)\b)?|because)"
                             r"\s+([^\s.!?,;:][^.!?,;:\n]*)")
 _REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "rationale", "why"))
@@ -228,28 +230,28 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     described = " ".join(words) + " " + str(schema.get("description", "")).lower()
     out: list[Candidate] = []
     if fmt == "email" or "email" in words or "mail" in words:
-        out += [Candidate(m[0], m[0], "email", 3.0) for m in _EMAIL.finditer(request)]
+        out += [Candidate(m[0], m[0], "email", TYPED_PRIOR) for m in _EMAIL.finditer(request)]
         if fmt == "email":
             return out
     wants_date = fmt in ("date", "date-time") or any(w in described for w in _DATE_WORDS)
     if wants_date:
         for found in read.dates:
-            prior = 3.0 if fmt in ("date", "date-time") or "date" in described else 1.0
+            prior = TYPED_PRIOR if fmt in ("date", "date-time") or "date" in described else 1.0
             forms = date_forms(found, schema_format=fmt)
             if pattern and found.year is not None:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
             out += [Candidate(f, f, "date", prior) for f in forms]
     if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
         # a property named for a time ("time_period") takes a clock time as its own kind
-        prior = 3.0 if fmt in ("time", "date-time") or "time" in words else 2.0
+        prior = TYPED_PRIOR if fmt in ("time", "date-time") or "time" in words else 2.0
         for found_time in read.times:
             out += [Candidate(f, f, "time", prior, found_time.span)
                     for f in time_forms(found_time, schema_format=fmt)]
     if "language" in words or "lang" in words:
-        out += [Candidate(m[0], m[0], "language", 3.0, m.span())
+        out += [Candidate(m[0], m[0], "language", TYPED_PRIOR, m.span())
                 for m in _LANGUAGE.finditer(request)]
     if "phone" in words or fmt == "phone":
-        out += [Candidate(m[0].strip(), m[0].strip(), "phone", 3.0)
+        out += [Candidate(m[0].strip(), m[0].strip(), "phone", TYPED_PRIOR)
                 for m in _PHONE.finditer(request)]
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
@@ -259,7 +261,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if clause and _TEXT_WORDS & set(words) and not read.quoted:
         out.append(Candidate(clause[1], clause[1], "quoted", CLAUSE_PRIOR, clause.span(1)))
     if _REASON_WORDS & set(words):
-        out += [Candidate(m[2].strip(), m[2].strip(), "reason", REASON_PRIOR, m.span(2))
+        out += [Candidate(m[2].strip(), m[2].strip(), "reason", TYPED_PRIOR, m.span(2))
                 for m in _AFTER_BECAUSE.finditer(request)]
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import (
+    TYPED_PRIOR,
     WHEN_FORMATS,
     WHEN_WORDS,
     enum_matched,
@@ -30,7 +31,6 @@ _TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "reason", 
 # Kinds a request value has only where this property wants it (a date for a date, a language
 # name for a language, what follows "because" for a reason): the request's support by itself
 _OWN_KINDS = frozenset(("email", "phone", "date", "time", "language", "reason"))
-TYPED_PRIOR = 3.0  # the prior of a typed value its property wants (candidates.py)
 
 
 class Offer(NamedTuple):
