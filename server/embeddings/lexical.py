@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from stackroute.server.embeddings.words import split_name
+from stackroute.server.embeddings.words import singular, split_name
 
 # Words every request and tool shares; they only add noise to the overlap.
 STOP_WORDS = frozenset((
@@ -35,7 +35,7 @@ STOP_WORDS = frozenset((
 def tokens(text: str) -> list[str]:
     """Lower-case words of `text`, camelCase and snake_case split, stop words dropped,
     plurals folded (`payments` → `payment`)."""
-    return [_fold(w) for w in split_name(text) if w not in STOP_WORDS]
+    return [singular(w) for w in split_name(text) if w not in STOP_WORDS]
 
 
 # `name_share`: a name word of four letters or more is said by a request word that starts with
@@ -51,21 +51,13 @@ def name_share(name: str, text: str) -> float:
     and digits apart; the verb included; words of three letters or more, plurals folded) that
     `text` says; 1.0 for a name with no such word. A request the tool does not serve seldom
     says what the tool is called, even where its embedding lands near it."""
-    named = {w for w in (_fold(w) for w in split_name(name)
+    named = {w for w in (singular(w) for w in split_name(name)
                          if w.isalpha() and w not in STOP_WORDS) if len(w) > 2}
     if not named:
         return 1.0
     said = [w for w in tokens(text) if len(w) > 2]
     return sum(any(w == n or (len(n) > 3 and w.startswith(n[:NAME_PREFIX])) for w in said)
                for n in named) / len(named)
-
-
-def _fold(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,19 @@ def text_words(text: str) -> list[str]:
     return [w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in STOP_WORDS]
 
 
+def singular(word: str) -> str:
+    """A plural folded to its singular, nothing else (BM25's tokens, a number's unit).
+
+    >>> [singular(w) for w in ("payments", "studies", "days", "class", "bus")]
+    ['payment', 'study', 'day', 'class', 'bus']
+    """
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
 def stem(word: str) -> str:
     """A crude stem: enough to equate plural and adjective forms of a domain word.
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from stackroute.server.embeddings.words import STOP_WORDS, stem
+from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     STOPWORDS,
@@ -188,13 +188,8 @@ def _units(schema: Mapping[str, Any]) -> frozenset[str]:
     described = schema.get("description")
     if not isinstance(described, str):
         return frozenset()
-    return frozenset(_singular(m[1]) for m in _UNIT_IN.finditer(described.lower())
+    return frozenset(singular(m[1]) for m in _UNIT_IN.finditer(described.lower())
                      if m[1] not in STOP_WORDS)
-
-
-def _singular(word: str) -> str:
-    word = stem(word)
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]],
@@ -213,7 +208,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         labelled = near(number.span, cues, request, before=True) or ("age" in words and (
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (
-            unit is not None and _singular(unit[1].lower()) in units)  # "5 units", "300 s…"
+            unit is not None and singular(unit[1].lower()) in units)  # "5 units", "300 s…"
         prior = 2.0 if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

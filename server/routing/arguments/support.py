@@ -26,11 +26,12 @@ from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
 
 _WHEN_KINDS = frozenset(("date", "time"))
-_TYPED_KINDS = frozenset(("email", "phone", "date", "time", "quoted", "reason", "literal", "id",
-                          "language"))
 # Kinds a request value has only where this property wants it (a date for a date, a language
 # name for a language, what follows "because" for a reason): the request's support by itself
 _OWN_KINDS = frozenset(("email", "phone", "date", "time", "language", "reason"))
+# Kinds written to be copied (a quote, a URL or a path, an id): at TYPED_PRIOR, a text
+# property's support
+_COPIED_KINDS = frozenset(("quoted", "literal", "id"))
 
 
 class Offer(NamedTuple):
@@ -77,22 +78,14 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
         return enum_matched(found)
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
         return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
-    words = _name_words(name, prop)
-    if _says(words, request) and any(c.prior > 0 for c in found):
+    lowered = request.lower()
+    words = [w for w in property_words(name, prop) if len(w) >= 3]
+    if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
         return True
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
         return any(c.prior >= 2.0 for c in found)
-    return any(c.kind in _TYPED_KINDS and c.prior >= TYPED_PRIOR and c.text not in used
+    # (the own kinds were offered above)
+    return any(c.kind in _COPIED_KINDS and c.prior >= TYPED_PRIOR and c.text not in used
                for c in found)
-
-
-def _name_words(name: str, prop: Mapping[str, Any]) -> list[str]:
-    """The words of the property's name a request may say it by (three letters or more)."""
-    return [w for w in property_words(name, prop) if len(w) >= 3]
-
-
-def _says(words: list[str], request: str) -> bool:
-    lowered = request.lower()
-    return any(w in lowered for w in words)
