@@ -246,8 +246,12 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         out += [Candidate(m[0], m[0], "language", TYPED_PRIOR, m.span())
                 for m in _LANGUAGE.finditer(request)]
     if "phone" in words or fmt == "phone":
-        out += [Candidate(m[0].strip(), m[0].strip(), "phone", TYPED_PRIOR)
-                for m in _PHONE.finditer(request)]
+        for m in _PHONE.finditer(request):
+            written = m[0].strip()
+            # as written, and its digits alone (a "+" kept) for a pattern that wants them
+            digits = ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
+            out += [Candidate(written, written, "phone", TYPED_PRIOR),
+                    Candidate(digits, digits, "phone", TYPED_PRIOR - 0.5)]
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _MONTHS = {name: n for n, names in enumerate(
     [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -28,6 +28,8 @@ _DATE_PATTERNS = [
     re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*,?\s*\d)", re.IGNORECASE),  # no year
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s*\d)", re.IGNORECASE),
 ]
+# Between the two ends of a range: "March 3rd *and* March 10th 2027", "Dec 28 *to* Jan 3 2027"
+_RANGE_JOIN = re.compile(r",?\s*(?:-|–|—|to|and|through|thru|until|till)\s*", re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<second>[0-5]\d))?"
                    r"\s*(?P<half>am|pm|a\.m\.|p\.m\.)?(?![\w:])", re.IGNORECASE)
 
@@ -75,7 +77,24 @@ def find_dates(text: str) -> list[FoundDate]:
                 continue
             year = int(groups["year"]) if groups.get("year") else None
             out.append(FoundDate(year, month, day, match[0], match.span()))
-    return sorted(out, key=lambda d: d.span)
+    return _ranges_share_years(sorted(out, key=lambda d: d.span), text)
+
+
+def _ranges_share_years(dates: list[FoundDate], text: str) -> list[FoundDate]:
+    """`dates` with the year one end of a range gives written into the other end that gives
+    none ("from July 2nd to July 6th 2027": both 2027; "from Dec 28 to Jan 3 2027": the
+    start a year before the end, which comes first in the calendar)."""
+    out = list(dates)
+    for k in range(len(out) - 1):
+        a, b = out[k], out[k + 1]
+        if (a.year is None) == (b.year is None) or a.day is None or b.day is None \
+                or not _RANGE_JOIN.fullmatch(text[a.span[1]:b.span[0]]):
+            continue
+        if b.year is not None:
+            out[k] = replace(a, year=b.year - (1 if a.month > b.month else 0))
+        elif a.year is not None:
+            out[k + 1] = replace(b, year=a.year + (1 if b.month < a.month else 0))
+    return out
 
 
 def find_times(text: str) -> list[FoundTime]:

@@ -28,6 +28,8 @@ from stackroute.server.routing.arguments.numbers import FoundNumber, find_number
 _WORD = re.compile(r"[\w$€£@#][\w.@/+'’#-]*[\w%]|[\w$€£%]")
 _CLAUSE_MARK = re.compile(r"[.,;:!?()\[\]\"“”]")  # between two words: another clause
 _SENTENCE_MARK = re.compile(r"[.!?\n]")
+# A title's period before a name ends neither a sentence nor a clause ("Dr. Nguyen")
+TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
 
 
 class Token(NamedTuple):
@@ -42,6 +44,7 @@ class Token(NamedTuple):
 @dataclass(frozen=True)
 class RequestText:
     text: str
+    marks: str  # `text` with the periods of titles blanked: where clauses and sentences end
     tokens: tuple[Token, ...]
     starts: frozenset[int]  # the tokens that open a sentence or a line (their verb, often)
     dates: tuple[FoundDate, ...]
@@ -54,9 +57,10 @@ class RequestText:
     def read(cls, text: str) -> RequestText:
         found = [Token(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(text)]
         tokens = tuple(t for t in found if t.word)
+        marks = TITLE.sub(lambda m: m[0][:-1] + " ", text)
         starts = frozenset(k for k, token in enumerate(tokens) if k == 0 or _SENTENCE_MARK.search(
-            text[tokens[k - 1].end:token.start]))
-        return cls(text, tokens, starts, tuple(find_dates(text)), tuple(find_times(text)),
+            marks[tokens[k - 1].end:token.start]))
+        return cls(text, marks, tokens, starts, tuple(find_dates(text)), tuple(find_times(text)),
                    tuple(find_numbers(text)), tuple(find_literals(text)),
                    tuple(QUOTED.finditer(text)))
 
@@ -71,4 +75,4 @@ class RequestText:
 
     def same_clause(self, i: int, j: int) -> bool:
         """Whether tokens `i` < `j` stand in one clause: no clause mark between them."""
-        return not _CLAUSE_MARK.search(self.text[self.tokens[i].end:self.tokens[j].start])
+        return not _CLAUSE_MARK.search(self.marks[self.tokens[i].end:self.tokens[j].start])

@@ -7,13 +7,14 @@ the whole phrase after "called" or "named", and after "about" for a query or top
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackroute.server.embeddings.words import name_words
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import STOPWORDS, near
 from stackroute.server.routing.arguments.literals import labels_literal
-from stackroute.server.routing.arguments.request_text import RequestText
+from stackroute.server.routing.arguments.request_text import TITLE, RequestText
 
 MAX_SPAN_WORDS = 6
 _IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
@@ -52,6 +53,9 @@ VERB_PENALTY = 0.5  # a lower-case word right before an article takes it as its 
 _ARTICLES = frozenset(("a", "an", "the"))
 UNIT_PENALTY = 2.0  # a lower-case span right after a number: its unit ("31.5 kg", "6 items")
 LABEL_PENALTY = 2.0  # the words naming a literal right after them ("the URL", "IP address")
+NAME_PART_BONUS = 2.5  # the part of a name its property holds ("Bell" of "Marcus Bell" for
+#                        `last_name`), above the whole name (+0.6 a word) and the part's
+#                        capitalised neighbour (-1.0)
 NAMED_BONUS = 2.5  # the whole phrase after "called" / "named" ("a meeting called Budget review
 #                    on Monday"): a name given in the request, not its first word alone
 _NAMING = re.compile(r"\b(?:called|named|titled|entitled)\s+$", re.IGNORECASE)
@@ -132,6 +136,11 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
     names_an_id = bool(words) and words[-1] in ID_NAME_ENDINGS
     is_place = any(w in _PLACE_WORDS for w in words)
     is_subject = any(w in _SUBJECT_WORDS for w in words)
+    part = _name_part(words)
+
+    def is_title(k: int) -> bool:
+        return 0 <= k < len(tokens) and TITLE.match(whole, tokens[k].start) is not None
+
     out = []
     for i in range(len(tokens)):
         # what stands before the span's first word is the same for every span it starts
@@ -142,13 +151,16 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             first, last = tokens[i].word, tokens[j].word
             if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
                 continue
-            if i in starts and j == i and first[:1].isupper() and len(tokens) > 1:
-                continue  # a sentence's opening verb ("Send", "Find")
+            if i in starts and j == i and first.isalpha() and first[:1].isupper() \
+                    and len(tokens) > 1:
+                continue  # a sentence's opening verb ("Send", "Find"); not an id ("P-31877")
             start, end = tokens[i].start, tokens[j].end
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
-            if re.search(r"[.;:!?]\s|,\s|[()\[\]\n]", whole[start:end]):
-                continue  # spans stay inside one clause and line (and out of brackets)
+            if re.search(r"[.;:!?]\s|,\s|[()\[\]\n]", request.marks[start:end]) \
+                    or TITLE.match(whole, tokens[j].start):
+                continue  # spans stay inside one clause and line (and out of brackets), and
+                #           a title ("Dr.") is no name by itself, nor a name's end
             text = whole[start:end]
             if any(q in text for q in "\"“”") or all(
                     t.word.lower() in STOPWORDS or t.word.lower()[:4] in own
@@ -196,6 +208,9 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if capitalised:  # a whole name beats its parts ("New York", not "New")
                 prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
                                                else 0.0)
+            if part and capitalised and j == i and _is_name_part(part, i, is_capital,
+                                                                 is_title):
+                prior += NAME_PART_BONUS
             names_its_kind = capitalised and j > i and span_words[-1].lower()[:4] in own
             if names_its_kind:
                 prior += 2.0  # a name ending with its kind: "the Supreme Court" for `court`
@@ -229,6 +244,28 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                 prior += bonus
             out.append(Candidate(text, text, kind, prior, (start, end)))
     return out
+
+
+def _name_part(words: list[str]) -> str | None:
+    """Which part of a person's name a property (its `words`) holds: "first", "last", or
+    None for the whole name."""
+    held = set(words)
+    if held & {"surname", "lastname"} or (held & {"last", "family"} and "name" in held):
+        return "last"
+    if held & {"forename", "firstname"} or (held & {"first", "given"} and "name" in held):
+        return "first"
+    return None
+
+
+def _is_name_part(part: str, i: int, is_capital: Callable[[int], bool],
+                  is_title: Callable[[int], bool]) -> bool:
+    """Whether the capitalised word `i` is the `part` of a name: its last word after another
+    or a title ("Marcus *Bell*", "Dr. *Nguyen*"), or its first word before another, a title
+    not counted ("*Marcus* Bell", "Dr. *Julia* Thompson")."""
+    after_name = is_capital(i - 1) and not is_title(i - 1)
+    if part == "last":
+        return (after_name or is_title(i - 1)) and not is_capital(i + 1)
+    return is_capital(i + 1) and not after_name
 
 
 def _modifies(request: RequestText, i: int, topic: LeafWords, *, capital: bool) -> bool:

@@ -39,6 +39,12 @@ def test_numbers_are_normalised(text: str, values: list[Any]) -> None:
     ("the statement for March 2024", ["2024-03"]),
     ("on the 3rd of May 2021", ["2021-05-03"]),
     ("on March 5", ["--03-05"]),
+    # the two ends of a range share the year one of them gives
+    ("between March 3rd and March 10th 2027", ["2027-03-03", "2027-03-10"]),
+    ("from July 2nd to July 6th 2027", ["2027-07-02", "2027-07-06"]),
+    ("from Dec 28 to Jan 3 2027", ["2026-12-28", "2027-01-03"]),
+    ("from 2027-05-01 until May 9", ["2027-05-01", "2027-05-09"]),
+    ("on March 5 and on 2027-03-09", ["--03-05", "2027-03-09"]),  # two dates, no range
     ("in 2013 alone", []),
 ])
 def test_dates_are_normalised(text: str, iso: list[str]) -> None:
@@ -82,6 +88,24 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
      ["ana.b@example.org"]),
     ("phone_number", {"type": "string"}, "call me on +1 (555) 010-2299 later",
      ["+1 (555) 010-2299"]),
+    # a phone number written as the schema's pattern wants it (digits only)
+    ("phone", {"type": "string", "pattern": "^[0-9]{10,15}$"},
+     "P-31877 has a new cell number, 971-555-0188, please update it", ["9715550188"]),
+    ("phone", {"type": "string", "pattern": "^\\+[0-9]{8,15}$"},
+     "text +44 (20) 7946-0958 now", ["+442079460958"]),
+    # a title's period ends no sentence; the title alone is no name, and a part of a name
+    # is the part its property names
+    ("provider_last_name", {"type": "string"},
+     "Book P-20431 in with Dr. Nguyen on 2027-04-02 at 14:30", ["Nguyen"]),
+    ("researcher", {"type": "string"},
+     "the research impact for the researcher Dr. Julia Thompson in 2021", ["Dr. Julia Thompson"]),
+    ("first_name", {"type": "string"}, "New patient: Marcus Bell, born 1986-11-23",
+     ["Marcus"]),
+    ("last_name", {"type": "string"}, "New patient: Marcus Bell, born 1986-11-23", ["Bell"]),
+    ("surname", {"type": "string"}, "pull up the chart for Mrs. Ana Kowalski", ["Kowalski"]),
+    # an id may open the request (a capitalised first word is a verb only if it is a word)
+    ("patient_id", {"type": "string"},
+     "P-31877 has a new cell number, 971-555-0188, please update it", ["P-31877"]),
     ("biller", {"type": "string", "enum": ["electricity", "water", "credit_card"]},
      "pay my credit card bill", ["credit_card"]),
     ("currency", {"type": "string", "enum": ["USD", "EUR"]}, "send 40 euros", ["EUR"]),
