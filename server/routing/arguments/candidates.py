@@ -65,6 +65,12 @@ _TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note"
 # phrase after "because of" or "due to" without its article ("due to a schedule conflict")
 _AFTER_BECAUSE = re.compile(r"\b(?i:(because of|due to)(?:\s+(?:a|an|the)\b)?|because)"
                             r"\s+([^\s.!?,;:][^.!?,;:\n]*)")
+# Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
+DIRECTION_BONUS = 1.0
+_FROM_WORDS = frozenset(("origin", "source", "from", "departure", "sender", "src"))
+_TO_WORDS = frozenset(("destination", "target", "to", "arrival", "recipient", "dest"))
+_FROM = re.compile(r"\bfrom\s+(?:the\s+)?$", re.IGNORECASE)
+_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
 _REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "rationale", "why"))
 
 
@@ -98,7 +104,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
                                 element=candidates)
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
-    found = _held_back(found, text, cues, words, siblings)
+    found = _directed(_held_back(found, text, cues, words, siblings), text, words)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
@@ -132,6 +138,18 @@ def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]]
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
             if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
             else c for c in found]
+
+
+def _directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:
+    """`found` with the values after "from" raised for a property that holds where something
+    comes from (`origin`, `source_language`), and those after "to" or "into" for one that
+    holds where it goes (`destination`, `target_language`), by DIRECTION_BONUS."""
+    held = set(words)
+    toward = _FROM if held & _FROM_WORDS else _TO if held & _TO_WORDS else None
+    if toward is None:
+        return found
+    return [replace(c, prior=c.prior + DIRECTION_BONUS)
+            if c.span is not None and toward.search(request[:c.span[0]]) else c for c in found]
 
 
 def schema_of(prop: Any) -> Mapping[str, Any]:

@@ -28,6 +28,9 @@ _DATE_PATTERNS = [
     re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*,?\s*\d)", re.IGNORECASE),  # no year
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s*\d)", re.IGNORECASE),
 ]
+# A day said alone ("coming back on the 7th"), not a count of something ("the 7th floor")
+_DAY_ALONE = re.compile(r"\bthe\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?!\s*(?:of\s+)?[A-Za-z\d])",
+                        re.IGNORECASE)
 # Between the two ends of a range: "March 3rd *and* March 10th 2027", "Dec 28 *to* Jan 3 2027"
 _RANGE_JOIN = re.compile(r",?\s*(?:-|–|—|to|and|through|thru|until|till)\s*", re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<second>[0-5]\d))?"
@@ -77,7 +80,25 @@ def find_dates(text: str) -> list[FoundDate]:
                 continue
             year = int(groups["year"]) if groups.get("year") else None
             out.append(FoundDate(year, month, day, match[0], match.span()))
-    return _ranges_share_years(sorted(out, key=lambda d: d.span), text)
+    return _days_alone(_ranges_share_years(sorted(out, key=lambda d: d.span), text), text)
+
+
+def _days_alone(dates: list[FoundDate], text: str) -> list[FoundDate]:
+    """`dates` and each day said alone after one of them ("on March 3rd 2027, back on the
+    7th"): a day of the month of the date before it, or of the next month where the day
+    number is smaller; without a date before it, no date."""
+    out = list(dates)
+    for match in _DAY_ALONE.finditer(text):
+        before = [d for d in out if d.span[1] <= match.start() and d.day is not None]
+        day = int(match["day"])
+        if not before or not 1 <= day <= 31 or any(_overlaps(match.span(), d.span) for d in out):
+            continue
+        last = before[-1]
+        month, year = last.month, last.year
+        if day < (last.day or 0):
+            month, year = month % 12 + 1, (None if year is None else year + (month == 12))
+        out.append(FoundDate(year, month, day, match[0], match.span()))
+    return sorted(out, key=lambda d: d.span)
 
 
 def _ranges_share_years(dates: list[FoundDate], text: str) -> list[FoundDate]:

@@ -32,6 +32,8 @@ _WEAK = {"include": True, "including": True, "no": False, "not": False,
 _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave", "flip",
                        "power", "shut"))
 _WORD = re.compile(r"[a-z']+|[.,;:!?]")
+_LINKING = frozenset(("is", "are", "was", "were", "been", "be"))
+_QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "required"))
 
 
 def boolean_candidates(request: str, cues: list[tuple[int, int]],
@@ -57,8 +59,11 @@ def boolean_candidates(request: str, cues: list[tuple[int, int]],
 
 def _says_name(request: str, words: Sequence[str]) -> bool:
     """Whether the request's words hold `words` one after another, each whole or (four
-    letters or more) by its first four ("forced" says `force`; "run" alone is no `dry_run`)."""
-    said = re.findall(r"[a-z]+", request.lower())
+    letters or more) by its first four ("forced" says `force`; "run" alone is no `dry_run`),
+    a linking verb allowed between two ("receipt *is* attached"); a qualifier of the name
+    ("only" of `nonstop_only`) need not be said where another word is."""
+    said = [w for w in re.findall(r"[a-z]+", request.lower()) if w not in _LINKING]
+    words = [w for w in words if w not in _QUALIFIERS] or list(words)
     n = len(words)
     return n > 0 and any(all(s == w or (len(w) >= 4 and s[:4] == w[:4])
                              for s, w in zip(said[k:k + n], words, strict=True))

@@ -45,6 +45,10 @@ def test_numbers_are_normalised(text: str, values: list[Any]) -> None:
     ("from Dec 28 to Jan 3 2027", ["2026-12-28", "2027-01-03"]),
     ("from 2027-05-01 until May 9", ["2027-05-01", "2027-05-09"]),
     ("on March 5 and on 2027-03-09", ["--03-05", "2027-03-09"]),  # two dates, no range
+    # a day alone ("the 7th") after a date is a day of that date's month, or the next
+    ("on March 3rd 2027, coming back on the 7th?", ["2027-03-03", "2027-03-07"]),
+    ("leave Jan 30 2027 and return the 2nd.", ["2027-01-30", "2027-02-02"]),
+    ("the 7th floor on March 3rd 2027", ["2027-03-03"]),  # a day before any date, a floor
     ("in 2013 alone", []),
 ])
 def test_dates_are_normalised(text: str, iso: list[str]) -> None:
@@ -103,6 +107,14 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
      ["Marcus"]),
     ("last_name", {"type": "string"}, "New patient: Marcus Bell, born 1986-11-23", ["Bell"]),
     ("surname", {"type": "string"}, "pull up the chart for Mrs. Ana Kowalski", ["Kowalski"]),
+    # "from" says where from, "to" where to
+    ("origin", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd", ["SFO"]),
+    ("destination", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd",
+     ["JFK"]),
+    ("target_language", {"type": "string"}, "Translate 'hello' from English to French",
+     ["French"]),
+    ("source_language", {"type": "string"}, "Translate 'hello' from English to French",
+     ["English"]),
     # an id may open the request (a capitalised first word is a verb only if it is a word)
     ("patient_id", {"type": "string"},
      "P-31877 has a new cell number, 971-555-0188, please update it", ["P-31877"]),
@@ -222,6 +234,12 @@ def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None
     ("dry_run", "Delete the old pods as a dry run", True),
     ("force", "Stop the instance i-09f8e7d6c5 without forcing it", False),
     ("versioning", "Create a bucket named logs", None),  # not named: no value of its own
+    # a flag's qualifier ("only", "is") need not be said, and a linking verb may stand
+    # between its words
+    ("nonstop_only", "Any nonstop flights from SFO to JFK?", True),
+    ("receipt_attached", "Log a $1,200 hotel expense, receipt is attached.", True),
+    ("is_urgent", "File it as urgent please", True),
+    ("only", "List the flights", None),
 ])
 def test_a_flag_the_request_names_is_set(name: str, request_text: str,
                                          value: bool | None) -> None:
