@@ -269,7 +269,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
             # as written, and its digits alone (a "+" kept) for a pattern that wants them
             digits = ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
             out += [Candidate(written, written, "phone", TYPED_PRIOR),
-                    Candidate(digits, digits, "phone", TYPED_PRIOR - 0.5)]
+                    Candidate(digits, digits, "phone", TYPED_PRIOR)]  # (as written first)
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:

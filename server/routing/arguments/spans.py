@@ -18,6 +18,7 @@ from stackroute.server.routing.arguments.request_text import TITLE, RequestText
 
 MAX_SPAN_WORDS = 6
 _IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?-[a-z]+")  # a number joined to its unit: "90-day", "3-night"
 _NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
                           "destination", "venue", "site", "state", "town"))
@@ -223,7 +224,8 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if any(a < end and start < b for a, b in when):
                 prior -= 3.0  # dates and times are offered normalised where a property
                 #               wants one ("15" of "15:38" is no value)
-            kind = "id" if _IDLIKE.fullmatch(text) and not acronym else "span"
+            kind = "id" if _IDLIKE.fullmatch(text) and not acronym \
+                and not _QUANTITY.fullmatch(text) else "span"
             if is_place and _after_place_word(whole, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
             if kind == "id":

@@ -443,3 +443,25 @@ def test_a_value_that_shares_the_leafs_stem_keeps_its_label() -> None:
     found = candidates("state", {"type": "string"}, "Set the smart lock to the locked state.",
                        siblings=["lock_id"], topic=topic)
     assert found[0].text == "locked"
+
+
+def test_an_optional_phone_in_the_patterns_digits_is_offered_as_its_own_kind() -> None:
+    """An unseen clinic: "a new cell number, 971-555-0188" for a `phone` whose pattern wants
+    digits only; the digits are the value, as a phone as written is where no pattern says."""
+    from stackroute.server.routing.arguments.support import offered
+
+    properties = {"patient_id": {"type": "string"},
+                  "phone": {"type": "string", "pattern": "^[0-9]{10,15}$"}}
+    request = "P-31877 has a new cell number, 971-555-0188, please update it"
+    found = candidates("phone", properties["phone"], request, siblings=("patient_id",))
+    offer = offered("phone", properties, found, request, {"P-31877"})
+    assert [c.text for c in offer.candidates] == ["9715550188"] and not offer.may_decline
+
+
+@pytest.mark.parametrize("quantity", ["90-day", "3-night", "10-mg"])
+def test_a_number_joined_to_its_unit_is_no_id(quantity: str) -> None:
+    """An unseen clinic: "a refill for a 90-day supply" gave `medication` "90-day", with an
+    id's bonus, over "lisinopril"; a code that holds digits and letters is still an id."""
+    request = f"Put in a refill of lisinopril for a {quantity} supply, order RX-9034"
+    kinds = {c.text: c.kind for c in candidates("medication", {"type": "string"}, request)}
+    assert (kinds[quantity], kinds["RX-9034"]) == ("span", "id")
