@@ -52,3 +52,19 @@ def test_the_qwen_tier_abstains_unless_told_not_to() -> None:
     assert check.contrast_weight > 0 and check.lead_weight > 0
     assert router_options(MODEL, abstain=False).abstention is None
     assert router_options("SmolLM2-135M-Instruct.Q4_1").abstention is None
+
+
+def test_the_qwen_tiers_root_leaves_weak_in_scope_evidence_to_the_model_and_its_check() -> None:
+    """Its root `DONE` once stood at 0.285, the 10th percentile of Seal-Tools dev's in-scope
+    best scores (no out-of-scope sample in that fit), and so declined, before any check, 12 of
+    62 in-scope requests on unseen catalogs whose one-line descriptions score lower
+    ("Please book me on LH401 on May 5th 2027": 0.221; bench/results/
+    2026-12-07-cpu-unseen-travel-clinic). The fitted check stops the same out-of-scope requests
+    without it (Seal-Tools dev and test probes replayed), so the root stands where the embedded
+    default's fit on out-of-scope dev samples put it."""
+    recovery = router_options(MODEL).recovery
+    embedded = router_options("SmolLM2-135M-Instruct.Q4_1").recovery
+    assert recovery is not None and embedded is not None
+    assert recovery.out_of_scope_score <= embedded.out_of_scope_score
+    assert recovery.out_of_scope_score < 0.19  # the unseen catalogs' weakest in-scope bar two
+    assert recovery.fallback_min_score == recovery.out_of_scope_score
