@@ -45,6 +45,9 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 _UNIT = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
+# A description that prices in a currency: an amount of money ("$250") is in its unit
+_MONEY = "$"
+_PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
 _UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+)?([a-z]+)")
 # A property named for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
@@ -202,12 +205,15 @@ def _option_text(value: Any) -> str:
 def _units(schema: Mapping[str, Any]) -> frozenset[str]:
     """The units a number's description counts in, singular: the word after "in", "many" or
     "number of" ("The duration in minutes", "At or below this many units"); not any word of it
-    ("The age limit for participants" does not count participants)."""
+    ("The age limit for participants" does not count participants); and _MONEY where it prices
+    in a currency ("in US dollars", "in EUR")."""
     described = schema.get("description")
     if not isinstance(described, str):
         return frozenset()
-    return frozenset(singular(m[1]) for m in _UNIT_IN.finditer(described.lower())
-                     if m[1] not in STOP_WORDS)
+    lowered = described.lower()
+    priced = {_MONEY} if _PRICED.search(lowered) else set()
+    return frozenset(singular(m[1]) for m in _UNIT_IN.finditer(lowered)
+                     if m[1] not in STOP_WORDS) | priced
 
 
 def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]],
@@ -226,7 +232,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         labelled = near(number.span, cues, request, before=True) or ("age" in words and (
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (
-            unit is not None and singular(unit[1].lower()) in units)  # "5 units", "300 s…"
+            unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
+            number.is_money and _MONEY in units)  # "$250" for a price in dollars
         prior = 2.0 if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

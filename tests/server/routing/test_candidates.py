@@ -219,6 +219,20 @@ def test_a_number_in_the_unit_its_description_counts_is_labelled(
     assert (found[0].prior >= 2.0) is labelled
 
 
+@pytest.mark.parametrize(("description", "labelled"), [
+    ("Highest acceptable price per night, in US dollars", True),
+    ("Most you will pay, in EUR", True),
+    ("Highest star rating to show", False),
+])
+def test_an_amount_of_money_is_labelled_for_a_property_priced_in_a_currency(
+        description: str, labelled: bool) -> None:
+    """An unseen travel desk: "nothing over $250 a night" for an optional `max_nightly_rate`
+    its description prices "in US dollars" was left out."""
+    found = candidates("max_rate", {"type": "number", "description": description},
+                       "Rooms in Austin, nothing over $250 a night.")
+    assert (next(c for c in found if c.value == 250).prior >= 2.0) is labelled
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
