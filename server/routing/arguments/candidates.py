@@ -45,6 +45,7 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 _UNIT = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
+LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$250" in dollars)
 # A description that prices in a currency: an amount of money ("$250") is in its unit
 _MONEY = "$"
 _PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
@@ -234,7 +235,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             or _AGED.search(request[:number.span[0]]) is not None)) or (
             unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
             number.is_money and _MONEY in units)  # "$250" for a price in dollars
-        prior = 2.0 if labelled else 0.0
+        prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import (
+    LABEL_PRIOR,
     TYPED_PRIOR,
     WHEN_FORMATS,
     WHEN_WORDS,
@@ -45,13 +46,14 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
             used: set[str], meaning: ValueMeaning | None = None) -> Offer:
     """What optional property `name` is offered of `found`: the values only its own kind
     takes (an e-mail, a phone number, a date, a time, a language name, a reason after
-    "because", at TYPED_PRIOR, not in `used`), without `NONE`; else all of them and `NONE`
-    where the request names the property (a word of its name) or holds a value only this kind
-    of property takes (a name after "in", "from" or "at" for a place); else (with `meaning`)
-    those that mean this property more than any other of the leaf (`meaning.py`; for a date or
-    a time, only dates and times), without `NONE` (the match is the request's support: a model
-    asked "is it given?" of a value the request does not label says no, Seal-Tools dev, the
-    1.5B, by 3-14 nats on gold values); else none (it stays out)."""
+    "because", at TYPED_PRIOR, not in `used`), without `NONE`, and so a flag the request sets
+    in words and a number its label, unit or currency marks (LABEL_PRIOR); else all of them
+    and `NONE` where the request names the property (a word of its name) or holds a value only
+    this kind of property takes (a name after "in", "from" or "at" for a place); else (with
+    `meaning`) those that mean this property more than any other of the leaf (`meaning.py`;
+    for a date or a time, only dates and times), without `NONE` (the match is the request's
+    support: a model asked "is it given?" of a value the request does not label says no,
+    Seal-Tools dev, the 1.5B, by 3-14 nats on gold values); else none (it stays out)."""
     prop = schema_of(properties[name])
     # such a value is the request's support, as a match by meaning is: the 1.5B asked "is it
     # given?" of a date or a time says no, named or not ("during the time period of 16:48")
@@ -59,6 +61,13 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
            and c.text not in used]
     if own:
         return Offer(own, may_decline=False)
+    # so is a flag the request sets in words ("*Force* stop", "do *not* notify") and a number
+    # it labels with the property's name, unit or currency ("$250" for a price in dollars):
+    # the 1.5B asked "is it given?" of them said no
+    said = [c for c in found if c.text not in used and (
+        (c.kind == "boolean" and c.prior > 0) or (c.kind == "number" and c.prior >= LABEL_PRIOR))]
+    if said:
+        return Offer(said, may_decline=False)
     if _supported_by_words(name, prop, found, request, used):
         return Offer(found, may_decline=True)
     if meaning is None or "enum" in prop or prop.get("type") in ("array", "boolean"):
@@ -85,7 +94,7 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
-        return any(c.prior >= 2.0 for c in found)
+        return any(c.prior >= LABEL_PRIOR for c in found)
     # (the own kinds were offered above)
     return any(c.kind in _COPIED_KINDS and c.prior >= TYPED_PRIOR and c.text not in used
                for c in found)

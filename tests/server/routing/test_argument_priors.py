@@ -465,3 +465,43 @@ def test_a_number_joined_to_its_unit_is_no_id(quantity: str) -> None:
     request = f"Put in a refill of lisinopril for a {quantity} supply, order RX-9034"
     kinds = {c.text: c.kind for c in candidates("medication", {"type": "string"}, request)}
     assert (kinds[quantity], kinds["RX-9034"]) == ("span", "id")
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text", "used", "expected"), [
+    # a flag the request sets in words, named or by a yes/no word
+    ("force", {"type": "boolean"}, "Force stop the instance i-09f8e7d6c5", {"i-09f8e7d6c5"},
+     [True]),
+    ("notify", {"type": "boolean"}, "Cancel order 5 and do not notify the customer", {"5"},
+     [False]),
+    # a number in the unit or the currency its description counts in
+    ("max_rate", {"type": "number", "description": "Highest price per night, in US dollars"},
+     "Rooms in Austin for 3 nights, nothing over $250 a night.", {"3"}, [250]),
+    ("scan_interval", {"type": "integer", "description": "Minutes between scans, in minutes"},
+     "Scan the network every 22 minutes", set(), [22]),
+])
+def test_a_value_the_request_labels_for_an_optional_property_is_offered_without_none(
+        name: str, schema: dict[str, Any], request_text: str, used: set[str],
+        expected: list[Any]) -> None:
+    """The 1.5B answered NONE to "Force stop" and to "nothing over $250 a night" for an
+    optional `max_nightly_rate` priced in dollars (unseen IT-ops and travel catalogs), as it
+    did to dates and e-mails before they were offered as their own kind."""
+    from stackroute.server.routing.arguments.support import offered
+
+    properties = {"id": {"type": "string"}, name: schema}
+    found = candidates(name, schema, request_text, siblings=("id",))
+    offer = offered(name, properties, found, request_text, used)
+    assert [c.value for c in offer.candidates] == expected and not offer.may_decline
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text"), [
+    ("versioning", {"type": "boolean"}, "Create a bucket named logs"),  # not said
+    ("max_rate", {"type": "number", "description": "Highest star rating"},
+     "Rooms in Austin, nothing over $250 a night."),  # a number of another kind
+])
+def test_a_value_the_request_does_not_label_is_not_offered_without_none(
+        name: str, schema: dict[str, Any], request_text: str) -> None:
+    from stackroute.server.routing.arguments.support import offered
+
+    found = candidates(name, schema, request_text)
+    offer = offered(name, {name: schema}, found, request_text, set())
+    assert offer.may_decline or not offer.candidates
