@@ -280,3 +280,15 @@ def test_nothing_is_invented() -> None:
 def test_a_property_name_is_split_as_every_layer_splits_names(name: str,
                                                               words: list[str]) -> None:
     assert property_words(name, {}) == words
+
+
+def test_a_value_outside_the_schemas_bounds_is_never_offered() -> None:
+    """semantic-overlap-64 q011: `share_percent` (maximum 99) was offered 1190, the 1.5B chose
+    it, and the call failed its schema six times over (six format failures, no call)."""
+    request = "Please ask Asha Rao to pay 14 percent of the 1190 GBP parking permit fee."
+    schema = {"type": "integer", "minimum": 1, "maximum": 99}
+    assert [c.value for c in candidates("share_percent", schema, request)] == [14]
+    bounded = {"type": "number", "exclusiveMinimum": 14, "exclusiveMaximum": 1190}
+    assert candidates("amount", bounded, request) == []
+    short = {"type": "string", "maxLength": 4}
+    assert all(len(c.text) <= 4 for c in candidates("code", short, "Use code AB12 or LONGER1"))
