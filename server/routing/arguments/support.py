@@ -64,8 +64,10 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     # so is a flag the request sets in words ("*Force* stop", "do *not* notify") and a number
     # it labels with the property's name, unit or currency ("$250" for a price in dollars):
     # the 1.5B asked "is it given?" of them said no
+    # (a flag only where the request says its name: "drop *off*" sets no `add_gps`)
     said = [c for c in found if c.text not in used and (
-        (c.kind == "boolean" and c.prior > 0) or (c.kind == "number" and c.prior >= LABEL_PRIOR))]
+        (c.kind == "boolean" and c.prior > 0 and _names(name, prop, request))
+        or (c.kind == "number" and c.prior >= LABEL_PRIOR))]
     if said:
         return Offer(said, may_decline=False)
     if _supported_by_words(name, prop, found, request, used):
@@ -87,9 +89,8 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
         return enum_matched(found)
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
         return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
-    lowered = request.lower()
-    words = [w for w in property_words(name, prop) if len(w) >= 3]
-    if any(w in lowered for w in words) and any(c.prior > 0 for c in found):
+    words = _name_words(name, prop)
+    if _names(name, prop, request) and any(c.prior > 0 for c in found):
         return True
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
@@ -98,3 +99,14 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
     # (the own kinds were offered above)
     return any(c.kind in _COPIED_KINDS and c.prior >= TYPED_PRIOR and c.text not in used
                for c in found)
+
+
+def _names(name: str, prop: Mapping[str, Any], request: str) -> bool:
+    """Whether the request says a word of the property's name."""
+    lowered = request.lower()
+    return any(w in lowered for w in _name_words(name, prop))
+
+
+def _name_words(name: str, prop: Mapping[str, Any]) -> list[str]:
+    """The property's name words a request may say (three letters or more)."""
+    return [w for w in property_words(name, prop) if len(w) >= 3]

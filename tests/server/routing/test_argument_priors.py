@@ -495,6 +495,10 @@ def test_a_value_the_request_labels_for_an_optional_property_is_offered_without_
 
 @pytest.mark.parametrize(("name", "schema", "request_text"), [
     ("versioning", {"type": "boolean"}, "Create a bucket named logs"),  # not said
+    # a yes/no word that governs something else ("drop off"): an unseen travel desk's
+    # `add_gps` was set false
+    ("add_gps", {"type": "boolean"},
+     "Reserve a midsize car at MUC, pick up 2027-10-03 at 09:30, drop off 2027-10-07."),
     ("max_rate", {"type": "number", "description": "Highest star rating"},
      "Rooms in Austin, nothing over $250 a night."),  # a number of another kind
 ])
