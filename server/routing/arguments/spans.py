@@ -70,6 +70,12 @@ WORD_ID_PENALTY = 3.0  # plain words ("game", "Facebook") for a property named f
 ID_LIKE_WORDS = frozenset(("id", "code", "number", "account", "identifier", "key", "sku", "no"))
 ID_NAME_ENDINGS = frozenset(("id", "identifier", "number", "no", "sku"))
 _PLAIN_WORDS = re.compile(r"[A-Za-z]?[a-z]+(?: [a-z]+)*")
+# A participle after a noun starts what qualifies it, so the noun's phrase ends before it: a
+# lower-case word in -ed after a consonant ("labelled", "created"; not "speed"), or one of the
+# common irregular ones
+_PARTICIPLE = re.compile(r"[a-z]{2,}[^aeiou\W\d]ed")
+_PARTICIPLES = frozenset("""sent made written given taken shown known done seen kept held told
+found built paid bought sold""".split())  # noqa: SIM905
 SUBJECT_BONUS = 1.5  # the phrase after "about" for a property that holds what to look for
 _ABOUT = re.compile(r"\b(?:about|regarding|concerning)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
 _SUBJECT_WORDS = frozenset(("query", "topic", "subject", "keyword", "keywords", "term", "terms",
@@ -314,10 +320,12 @@ def _runs_on(request: RequestText, j: int, labels: set[str] | frozenset[str]) ->
 
 def _ends_phrase(request: RequestText, j: int) -> bool:
     """Whether the phrase ends with token `j`: the request ends, a clause mark follows, or the
-    next word is a function word ("Budget review | on Monday")."""
+    next word is a function word ("Budget review | on Monday") or a participle ("invoices |
+    labelled finance", "the budget review | sent last week")."""
     if j + 1 >= len(request.tokens) or not request.same_clause(j, j + 1):
         return True
-    return request.tokens[j + 1].word.lower() in STOPWORDS
+    word = request.tokens[j + 1].word
+    return word.lower() in STOPWORDS or word in _PARTICIPLES or bool(_PARTICIPLE.fullmatch(word))
 
 
 def _counts(request: RequestText, i: int) -> bool:

@@ -292,3 +292,20 @@ def test_a_value_outside_the_schemas_bounds_is_never_offered() -> None:
     assert candidates("amount", bounded, request) == []
     short = {"type": "string", "maxLength": 4}
     assert all(len(c.text) <= 4 for c in candidates("code", short, "Use code AB12 or LONGER1"))
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    # a participle after the noun ends its phrase: an unseen office catalog's search_mail
+    # took "emails" (the tool said again) once "invoices labelled finance" held the label of
+    # its sibling `labels`
+    ("Find emails about invoices labelled finance", "invoices"),
+    ("Find emails about the budget review sent last week", "budget review"),
+    # a word that only ends in "ed" is no participle
+    ("Find emails about internet speed", "internet speed"),
+])
+def test_the_subject_after_about_ends_before_a_participle(request_text: str,
+                                                          expected: str) -> None:
+    found = candidates("query", {"type": "string"}, request_text,
+                       siblings=("labels", "filters"),
+                       topic=topic_words("search_mail", "Search the mailbox"))
+    assert found[0].text == expected
