@@ -296,10 +296,10 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if "phone" in words or fmt == "phone":
         for m in _PHONE.finditer(request):
             written = m[0].strip()
-            # as written, and its digits alone (a "+" kept) for a pattern that wants them
-            digits = ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
-            out += [Candidate(written, written, "phone", TYPED_PRIOR),
-                    Candidate(digits, digits, "phone", TYPED_PRIOR)]  # (as written first)
+            # as written, or its digits alone (a "+" kept) where the pattern refuses it so
+            form = written if not pattern or _matches(pattern, written) else \
+                ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
+            out.append(Candidate(form, form, "phone", TYPED_PRIOR))
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:

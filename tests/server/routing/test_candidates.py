@@ -309,3 +309,13 @@ def test_the_subject_after_about_ends_before_a_participle(request_text: str,
                        siblings=("labels", "filters"),
                        topic=topic_words("search_mail", "Search the mailbox"))
     assert found[0].text == expected
+
+
+def test_a_phone_number_is_one_value_in_the_form_the_schema_wants() -> None:
+    """Its digits stand in for it only where the schema's pattern refuses it as written: a
+    list of phone numbers holds each number once."""
+    request = "Text +1 (555) 010-2299 and 555-010-3344 about the outage"
+    listed = candidates("phone_numbers", {"type": "array", "items": {"type": "string"}}, request)
+    assert listed[0].value == ["+1 (555) 010-2299", "555-010-3344"]
+    digits = {"type": "array", "items": {"type": "string", "pattern": "^\\+?[0-9]{10,15}$"}}
+    assert candidates("phone_numbers", digits, request)[0].value == ["+15550102299", "5550103344"]
