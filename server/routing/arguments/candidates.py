@@ -47,7 +47,6 @@ _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 _UNIT = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
 LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$250" in dollars)
 # A description that prices in a currency: an amount of money ("$250") is in its unit
-_MONEY = "$"
 _PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
 _UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+)?([a-z]+)")
 # A property named for a date or a time: the one a date or a time may be labelled for
@@ -71,8 +70,8 @@ _AFTER_BECAUSE = re.compile(r"\b(?i:(because of|due to)(?:\s+(?:a|an|the)\b)?|be
                             r"\s+([^\s.!?,;:][^.!?,;:\n]*)")
 # Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
 DIRECTION_BONUS = 1.0
-_FROM_WORDS = frozenset(("origin", "source", "from", "departure", "sender", "src"))
-_TO_WORDS = frozenset(("destination", "target", "to", "arrival", "recipient", "dest"))
+_FROM_WORDS = frozenset(("origin", "source", "departure", "sender", "src"))
+_TO_WORDS = frozenset(("destination", "target", "arrival", "recipient", "dest"))
 _FROM = re.compile(r"\bfrom\s+(?:the\s+)?$", re.IGNORECASE)
 _TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
 _REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "rationale", "why"))
@@ -100,7 +99,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
-        found = _number_candidates(kind, read, cues, words, _units(schema))
+        found = _number_candidates(kind, read, cues, words, schema)
     elif kind in ("string", None):
         found = _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
@@ -228,20 +227,19 @@ def _option_text(value: Any) -> str:
 def _units(schema: Mapping[str, Any]) -> frozenset[str]:
     """The units a number's description counts in, singular: the word after "in", "many" or
     "number of" ("The duration in minutes", "At or below this many units"); not any word of it
-    ("The age limit for participants" does not count participants); and _MONEY where it prices
-    in a currency ("in US dollars", "in EUR")."""
+    ("The age limit for participants" does not count participants)."""
     described = schema.get("description")
     if not isinstance(described, str):
         return frozenset()
-    lowered = described.lower()
-    priced = {_MONEY} if _PRICED.search(lowered) else set()
-    return frozenset(singular(m[1]) for m in _UNIT_IN.finditer(lowered)
-                     if m[1] not in STOP_WORDS) | priced
+    return frozenset(singular(m[1]) for m in _UNIT_IN.finditer(described.lower())
+                     if m[1] not in STOP_WORDS)
 
 
 def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]],
-                       words: list[str], units: frozenset[str]) -> list[Candidate]:
+                       words: list[str], schema: Mapping[str, Any]) -> list[Candidate]:
     request, blocked = read.text, read.when
+    units = _units(schema)
+    priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
     money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
                       "income", "balance", "payment") for w in words)
     out = []
@@ -256,7 +254,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (
             unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
-            number.is_money and _MONEY in units)  # "$250" for a price in dollars
+            number.is_money and priced)  # "$250" for a price in dollars
         prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

@@ -95,8 +95,10 @@ def _days_alone(dates: list[FoundDate], text: str) -> list[FoundDate]:
             continue
         last = before[-1]
         month, year = last.month, last.year
-        if day < (last.day or 0):
-            month, year = month % 12 + 1, (None if year is None else year + (month == 12))
+        if day < (last.day or 0):  # the next month's ("Jan 30 ... the 2nd": February)
+            if year is not None and month == 12:
+                year += 1
+            month = month % 12 + 1
         out.append(FoundDate(year, month, day, match[0], match.span()))
     return sorted(out, key=lambda d: d.span)
 

@@ -29,7 +29,7 @@ _WORD = re.compile(r"[\w$€£@#][\w.@/+'’#-]*[\w%]|[\w$€£%]")
 _CLAUSE_MARK = re.compile(r"[.,;:!?()\[\]\"“”]")  # between two words: another clause
 _SENTENCE_MARK = re.compile(r"[.!?\n]")
 # A title's period before a name ends neither a sentence nor a clause ("Dr. Nguyen")
-TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
+_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
 
 
 class Token(NamedTuple):
@@ -47,6 +47,7 @@ class RequestText:
     marks: str  # `text` with the periods of titles blanked: where clauses and sentences end
     tokens: tuple[Token, ...]
     starts: frozenset[int]  # the tokens that open a sentence or a line (their verb, often)
+    titles: frozenset[int]  # the tokens that are a title before a name ("Dr" of "Dr. Nguyen")
     dates: tuple[FoundDate, ...]
     times: tuple[FoundTime, ...]
     numbers: tuple[FoundNumber, ...]
@@ -57,12 +58,14 @@ class RequestText:
     def read(cls, text: str) -> RequestText:
         found = [Token(m[0].rstrip(".,;:!?'\"’"), m.start()) for m in _WORD.finditer(text)]
         tokens = tuple(t for t in found if t.word)
-        marks = TITLE.sub(lambda m: m[0][:-1] + " ", text)
+        marks = _TITLE.sub(lambda m: m[0][:-1] + " ", text)
         starts = frozenset(k for k, token in enumerate(tokens) if k == 0 or _SENTENCE_MARK.search(
             marks[tokens[k - 1].end:token.start]))
-        return cls(text, marks, tokens, starts, tuple(find_dates(text)), tuple(find_times(text)),
-                   tuple(find_numbers(text)), tuple(find_literals(text)),
-                   tuple(QUOTED.finditer(text)))
+        titles = frozenset(k for k, token in enumerate(tokens)
+                           if _TITLE.match(text, token.start))
+        return cls(text, marks, tokens, starts, titles, tuple(find_dates(text)),
+                   tuple(find_times(text)), tuple(find_numbers(text)),
+                   tuple(find_literals(text)), tuple(QUOTED.finditer(text)))
 
     @cached_property
     def when(self) -> tuple[tuple[int, int], ...]:

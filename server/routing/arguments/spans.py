@@ -14,7 +14,7 @@ from stackroute.server.embeddings.words import name_words
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import STOPWORDS, near
 from stackroute.server.routing.arguments.literals import labels_literal
-from stackroute.server.routing.arguments.request_text import TITLE, RequestText
+from stackroute.server.routing.arguments.request_text import RequestText
 
 MAX_SPAN_WORDS = 6
 _IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}")
@@ -144,10 +144,6 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
     is_place = any(w in _PLACE_WORDS for w in words)
     is_subject = any(w in _SUBJECT_WORDS for w in words)
     part = _name_part(words)
-
-    def is_title(k: int) -> bool:
-        return 0 <= k < len(tokens) and TITLE.match(whole, tokens[k].start) is not None
-
     out = []
     for i in range(len(tokens)):
         # what stands before the span's first word is the same for every span it starts
@@ -165,7 +161,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
             if last[-2:].lower() in ("'s", "’s") and len(last) > 2:
                 end -= 2  # "John Smith's traits": the name, not its possessive
             if re.search(r"[.;:!?]\s|,\s|[()\[\]\n]", request.marks[start:end]) \
-                    or TITLE.match(whole, tokens[j].start):
+                    or j in request.titles:
                 continue  # spans stay inside one clause and line (and out of brackets), and
                 #           a title ("Dr.") is no name by itself, nor a name's end
             text = whole[start:end]
@@ -216,7 +212,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                 prior += 1.5 + 0.6 * (j - i) - (1.0 if is_capital(j + 1) or is_capital(i - 1)
                                                else 0.0)
             if part and capitalised and j == i and _is_name_part(part, i, is_capital,
-                                                                 is_title):
+                                                                 request.titles):
                 prior += NAME_PART_BONUS
             names_its_kind = capitalised and j > i and span_words[-1].lower()[:4] in own
             if names_its_kind:
@@ -266,13 +262,13 @@ def _name_part(words: list[str]) -> str | None:
 
 
 def _is_name_part(part: str, i: int, is_capital: Callable[[int], bool],
-                  is_title: Callable[[int], bool]) -> bool:
+                  titles: frozenset[int]) -> bool:
     """Whether the capitalised word `i` is the `part` of a name: its last word after another
     or a title ("Marcus *Bell*", "Dr. *Nguyen*"), or its first word before another, a title
     not counted ("*Marcus* Bell", "Dr. *Julia* Thompson")."""
-    after_name = is_capital(i - 1) and not is_title(i - 1)
+    after_name = is_capital(i - 1) and i - 1 not in titles
     if part == "last":
-        return (after_name or is_title(i - 1)) and not is_capital(i + 1)
+        return (after_name or i - 1 in titles) and not is_capital(i + 1)
     return is_capital(i + 1) and not after_name
 
 

@@ -66,7 +66,7 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     # the 1.5B asked "is it given?" of them said no
     # (a flag only where the request says its name: "drop *off*" sets no `add_gps`)
     said = [c for c in found if c.text not in used and (
-        (c.kind == "boolean" and c.prior > 0 and _names(name, prop, request))
+        (c.kind == "boolean" and c.prior > 0 and _says(_name_words(name, prop), request))
         or (c.kind == "number" and c.prior >= LABEL_PRIOR))]
     if said:
         return Offer(said, may_decline=False)
@@ -90,7 +90,7 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
         return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
     words = _name_words(name, prop)
-    if _names(name, prop, request) and any(c.prior > 0 for c in found):
+    if _says(words, request) and any(c.prior > 0 for c in found):
         return True
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
@@ -101,12 +101,11 @@ def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidat
                for c in found)
 
 
-def _names(name: str, prop: Mapping[str, Any], request: str) -> bool:
-    """Whether the request says a word of the property's name."""
-    lowered = request.lower()
-    return any(w in lowered for w in _name_words(name, prop))
-
-
 def _name_words(name: str, prop: Mapping[str, Any]) -> list[str]:
-    """The property's name words a request may say (three letters or more)."""
+    """The words of the property's name a request may say it by (three letters or more)."""
     return [w for w in property_words(name, prop) if len(w) >= 3]
+
+
+def _says(words: list[str], request: str) -> bool:
+    lowered = request.lower()
+    return any(w in lowered for w in words)
