@@ -8,6 +8,27 @@ from typing import Any
 from stackroute.runtime.messages import Message
 
 
+@dataclass(frozen=True)
+class RefusedArguments:
+    """Arguments a leaf's schema refused in this frame: the leaf, the arguments, and the
+    top-level properties the schema's problems lay in (empty: the object as a whole, e.g. an
+    extra property or an `anyOf` over the object). The router reads them so that its next
+    answer for the leaf is not the same refused call."""
+
+    leaf: str
+    arguments: dict[str, Any]
+    properties: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"leaf": self.leaf, "arguments": self.arguments,
+                "properties": list(self.properties)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RefusedArguments:
+        return cls(str(data["leaf"]), dict(data["arguments"]),
+                   tuple(str(p) for p in data["properties"]))
+
+
 @dataclass
 class Frame:
     """One active router node on the stack.
@@ -31,6 +52,7 @@ class Frame:
     # The options this frame's opening turn shows while its menu is shortlisted (None: the
     # full menu, from the start or since the model answered OTHER).
     shortlist: tuple[str, ...] | None = None
+    refused: list[RefusedArguments] = field(default_factory=list)
 
     @property
     def output(self) -> list[dict[str, Any]]:
@@ -48,6 +70,7 @@ class Frame:
             "tried": self.tried,
             "is_alerted": self.is_alerted,
             "shortlist": None if self.shortlist is None else list(self.shortlist),
+            "refused": [r.to_dict() for r in self.refused],
         }
 
     @classmethod
@@ -64,4 +87,5 @@ class Frame:
             is_alerted=bool(data["is_alerted"]),
             shortlist=None if data.get("shortlist") is None
             else tuple(str(c) for c in data["shortlist"]),
+            refused=[RefusedArguments.from_dict(r) for r in data.get("refused") or ()],
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from stackroute.runtime.decision import Decision
 from stackroute.runtime.errors import StateError
-from stackroute.runtime.frames import Frame
+from stackroute.runtime.frames import Frame, RefusedArguments
 from stackroute.runtime.governance import LimitKind, Limits, RunStatus, count_branch_switches
 from stackroute.runtime.handlers import Executor, LocalExecutor
 from stackroute.runtime.menu import CompletionState, Menu, frame_menu
@@ -23,7 +23,7 @@ from stackroute.runtime.missing_values import partial_schema, unknown_missing
 from stackroute.runtime.paused_calls import PausedCalls
 from stackroute.runtime.prompt import PromptLayout, answer
 from stackroute.runtime.router import Router, RoutingRequest, Shortlister
-from stackroute.runtime.schemas import argument_errors, is_json_object
+from stackroute.runtime.schemas import argument_problems, is_json_object
 from stackroute.runtime.state import (
     PendingCall,
     PendingKind,
@@ -134,7 +134,8 @@ class StackMachine(PausedCalls):
             task=state.task, node=self.tree.node(frame.node_path),
             menu=self.menu_for(state, frame), prompt=self.layout.routing_prompt(state),
             layout=self.layout, calls=tuple(c["path"] for c in state.calls),
-            after_done=lambda: self._after_done(state, steps), shortlister=self.shortlister)
+            refused=tuple(frame.refused), after_done=lambda: self._after_done(state, steps),
+            shortlister=self.shortlister)
 
     def _after_done(self, state: RunState, steps: int) -> RoutingRequest | None:
         """The request `step` makes next if the current one is answered DONE, computed on a
@@ -252,7 +253,14 @@ class StackMachine(PausedCalls):
         errors = [f"asks for {name}, which is not a required property or was given"
                   for name in unknown_missing(leaf.parameters, missing) + [
                       n for n in missing if n in arguments]]
-        errors = errors or argument_errors(partial_schema(leaf.parameters, missing), arguments)
+        if not errors:
+            problems = argument_problems(partial_schema(leaf.parameters, missing), arguments)
+            errors = [str(p) for p in problems]
+            if problems:
+                named = {p.property for p in problems}
+                frame.refused.append(RefusedArguments(
+                    leaf.path_str, arguments, () if None in named
+                    else tuple(n for n in arguments if n in named)))
         if errors:
             frame.turns.extend(turns[:2])
             self._misstep(state, frame, answer_text=arguments_text,

@@ -308,6 +308,12 @@ def rest_ask(names: list[str]) -> str:
             "copying the values from the request.")
 
 
+def rewrite_ask() -> str:
+    """The ask for a leaf's arguments again, whole, after its schema refused the last ones."""
+    return ("Those arguments did not match the schema. Write the JSON object of the "
+            "arguments again, copying the values from the request.")
+
+
 def answer(choice: str) -> Message:
     return Message("assistant", choice)
 

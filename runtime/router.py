@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from stackroute.runtime.decision import Decision
+from stackroute.runtime.frames import RefusedArguments
 from stackroute.runtime.menu import Menu, Shortlist
 from stackroute.runtime.prompt import Prompt, PromptLayout, answer
 from stackroute.runtime.tree import Node
@@ -26,6 +27,9 @@ class RoutingRequest:
     prompt: Prompt
     layout: PromptLayout
     calls: tuple[str, ...] = ()  # paths of the leaf calls the run has made so far, in order
+    # Arguments a leaf's schema refused earlier in this frame, oldest first: a router's next
+    # answer for that leaf should not be the same call (`arguments/filling.py`).
+    refused: tuple[RefusedArguments, ...] = ()
     # The request the machine makes next if this one is answered DONE (None: DONE is not on
     # the menu, it finishes the run, or the next step is no routing call). Only the machine
     # knows that transition, so it supplies this; it is a prediction, not state, so it is

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -115,23 +116,68 @@ def _is_regex(pattern: str) -> bool:
     return True
 
 
-def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> list[str]:
+@dataclass(frozen=True)
+class ArgumentProblem:
+    """One reason arguments fail their schema: where (`location`, the path into the
+    arguments; empty for the object as a whole; None where the schema itself cannot be
+    applied) and what."""
+
+    location: tuple[str | int, ...] | None
+    message: str
+
+    @property
+    def property(self) -> str | None:
+        """The top-level property the problem lies in (None: the object as a whole, e.g. a
+        missing required property or an `anyOf` over the object)."""
+        first = self.location[0] if self.location else None
+        return first if isinstance(first, str) else None
+
+    def __str__(self) -> str:
+        if self.location is None:
+            return self.message
+        return f"{'/'.join(str(p) for p in self.location) or '(top)'}: {self.message}"
+
+
+def argument_problems(schema: Mapping[str, Any] | None,
+                      arguments: Mapping[str, Any]) -> list[ArgumentProblem]:
     """Every reason `arguments` fail `schema` (empty when they validate)."""
     if schema is None:
-        return [] if not arguments else [f"takes no arguments, got {sorted(arguments)}"]
+        return [] if not arguments else [
+            ArgumentProblem(None, f"takes no arguments, got {sorted(arguments)}")]
     # An empty registry: a remote `$ref` is unresolvable instead of fetched (by default
     # jsonschema would GET any URL a catalog names).
     validator = jsonschema.Draft202012Validator(schema, registry=_NO_RETRIEVAL)
     try:
-        return [
-            f"{'/'.join(str(p) for p in e.path) or '(top)'}: {e.message}"
-            for e in validator.iter_errors(dict(arguments))
-        ]
+        return [ArgumentProblem(tuple(e.path), e.message)
+                for e in validator.iter_errors(dict(arguments))]
     except referencing.exceptions.Unresolvable as e:
         # A `$ref` the metaschema accepts but nothing resolves: report it, don't crash the run.
-        return [f"the schema cannot be applied: unresolvable reference ({e})"]
+        return [ArgumentProblem(
+            None, f"the schema cannot be applied: unresolvable reference ({e})")]
     except RecursionError:  # a `$ref` cycle that never reaches a value (schema_hazards)
-        return ["the schema cannot be applied: its references recurse without end"]
+        return [ArgumentProblem(None, "the schema cannot be applied: its references recurse "
+                                    "without end")]
+
+
+def argument_errors(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> list[str]:
+    """Every reason `arguments` fail `schema`, in words (empty when they validate)."""
+    return [str(p) for p in argument_problems(schema, arguments)]
+
+
+def value_checker(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """A test of one value against `schema` (a property's own schema): False where any of its
+    keywords refuses the value. A reference the schema alone cannot resolve (`#/$defs/...` of
+    the enclosing schema), or that recurses without end, refuses nothing here: the whole
+    call's validation (`argument_errors`) still applies it."""
+    validator = jsonschema.Draft202012Validator(schema, registry=_NO_RETRIEVAL)
+
+    def fits(value: Any) -> bool:
+        try:
+            return validator.is_valid(value)
+        except (referencing.exceptions.Unresolvable, RecursionError):
+            return True
+
+    return fits
 
 
 def is_json_object(text: str) -> bool:

@@ -202,5 +202,6 @@ def scratch_copy(state: RunState) -> RunState:
     """A copy of `state` a predicted transition may change: its own frames (lists copied),
     calls and an empty trace; messages and results are shared, as nothing mutates them."""
     stack = [replace(f, turns=list(f.turns), accumulator=list(f.accumulator),
-                     history=list(f.history), tried=list(f.tried)) for f in state.stack]
+                     history=list(f.history), tried=list(f.tried),
+                     refused=list(f.refused)) for f in state.stack]
     return replace(state, stack=stack, trace=[], calls=list(state.calls))

@@ -57,7 +57,8 @@ from stackroute.server.embeddings.leaf_index import EvidenceSource
 from stackroute.server.embeddings.lexical import name_share
 from stackroute.server.embeddings.words import name_words
 from stackroute.server.engines.base import Engine
-from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
+from stackroute.server.routing.arguments.filling import value_coverage
+from stackroute.server.routing.arguments.menus import ValueMenus
 from stackroute.server.routing.calibration_file import CalibrationFile
 from stackroute.server.routing.judgement_store import JudgementStore
 from stackroute.server.routing.known_fields import from_known_fields

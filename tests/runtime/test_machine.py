@@ -14,9 +14,11 @@ from machine_kit import (
     route_menus,
 )
 from stackroute.runtime.decision import Decision
+from stackroute.runtime.frames import RefusedArguments
 from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.router import RoutingRequest, ScriptedRouter
+from stackroute.runtime.state import RunState
 from stackroute.runtime.usage import Usage
 
 ROOT_MENU = ("payments", "accounts", "weather", "DONE")
@@ -496,3 +498,36 @@ def test_arguments_the_router_could_not_parse_are_a_misstep_without_validation()
     [misstep] = [e for e in state.trace if e.kind.value == "misstep"]
     assert misstep.error is not None and "not a JSON object" in misstep.error
     assert state.pending is None
+
+
+def test_arguments_the_schema_refused_reach_the_next_routing_call_of_that_frame() -> None:
+    """A router that chooses deterministically would make the same refused call on every
+    retry: the frame keeps what was refused (and which properties the schema named) and hands
+    it to the router with the next call, across a save and resume."""
+    seen: list[RoutingRequest] = []
+
+    class Recording:
+        def __init__(self) -> None:
+            self.script = ScriptedRouter([
+                "payments", ("send_money", {"payee": "A", "amount": "ten"}),
+                ("send_money", {"payee": "A", "amount": 10, "memo": 1}),
+                ("send_money", {"payee": "A", "amount": 10}), "DONE", "DONE"])
+
+        def route(self, request: RoutingRequest) -> Decision:
+            seen.append(request)
+            return self.script.route(request)
+
+    machine = make_machine(Recording())
+    state = machine.start("x", run_id="r")
+    for _ in range(3):
+        machine.step(state)
+        state = RunState.from_json(state.to_json())
+    assert seen[1].refused == ()
+    assert seen[2].refused == (
+        RefusedArguments("payments/send_money", {"payee": "A", "amount": "ten"}, ("amount",)),)
+    drive(machine, state)
+    # an extra property is the object's problem, not one property's: no property named
+    assert seen[3].refused[1] == RefusedArguments(
+        "payments/send_money", {"payee": "A", "amount": 10, "memo": 1}, ())
+    assert len(seen[4].refused) == 2  # kept while the frame lives
+    assert [c["arguments"] for c in state.calls] == [{"payee": "A", "amount": 10}]

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from stackroute.runtime.schemas import value_checker
 from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
@@ -107,8 +108,9 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
                                 element=candidates)
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
-    found = _directed(_held_back([c for c in found if _within(schema, c.value)], text, cues,
-                                 words, siblings), text, words)
+    fits = value_checker(schema)  # a value the schema refuses would fail the call
+    found = _directed(_held_back([c for c in found if fits(c.value)], text, cues, words,
+                                 siblings), text, words)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
@@ -154,27 +156,6 @@ def _directed(found: list[Candidate], request: str, words: list[str]) -> list[Ca
         return found
     return [replace(c, prior=c.prior + DIRECTION_BONUS)
             if c.span is not None and toward.search(request[:c.span[0]]) else c for c in found]
-
-
-def _within(schema: Mapping[str, Any], value: Any) -> bool:
-    """Whether `value` keeps the schema's bounds (a number's minimum and maximum, exclusive or
-    not; a string's length): a value outside them would fail the call's schema."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        low, high = _bound(schema, "minimum"), _bound(schema, "maximum")
-        above, below = _bound(schema, "exclusiveMinimum"), _bound(schema, "exclusiveMaximum")
-        return (low is None or value >= low) and (high is None or value <= high) \
-            and (above is None or value > above) and (below is None or value < below)
-    if isinstance(value, str):
-        shortest, longest = _bound(schema, "minLength"), _bound(schema, "maxLength")
-        return (shortest is None or len(value) >= shortest) \
-            and (longest is None or len(value) <= longest)
-    return True
-
-
-def _bound(schema: Mapping[str, Any], key: str) -> float | None:
-    bound = schema.get(key)
-    return float(bound) if isinstance(bound, int | float) and not isinstance(bound, bool) \
-        else None
 
 
 def schema_of(prop: Any) -> Mapping[str, Any]:

@@ -13,7 +13,11 @@ them: the fallback; with
 `MissingValues.ASK` one a person can type (anything but an object) is left out instead and
 named in `missing_values`, for the machine to ask the user (runtime/missing_values.py), as is
 a free string or number whose value would have negative log-odds (`ASK_BELOW_PRIOR`). Values
-already given to one property are not offered to the next while others remain.
+already given to one property are not offered to the next while others remain. Where the
+leaf's schema refused this frame's earlier arguments for it (`RoutingRequest.refused`), the
+values it refused for a property are off that property's menu (`ValueMenus.refusing`), and an
+answer that would be the same refused call is written again, whole, as free JSON under the
+schema (a deterministic choice would repeat it on every retry).
 
 With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
 (`assignment.py`: one piece of the request is one value, given to the property it fits best;
@@ -29,20 +33,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stackroute.runtime.messages import Message
-from stackroute.runtime.prompt import Prompt, answer, arguments_overview, rest_ask, value_ask
+from stackroute.runtime.prompt import (
+    Prompt,
+    answer,
+    arguments_overview,
+    rest_ask,
+    rewrite_ask,
+    value_ask,
+)
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
 from stackroute.server.routing.arguments.assignment import assign_values, clashes
-from stackroute.server.routing.arguments.candidates import (
-    Candidate,
-    candidates,
-    schema_of,
-    topic_words,
-)
+from stackroute.server.routing.arguments.candidates import Candidate, schema_of
 from stackroute.server.routing.arguments.meaning import ValueMeaning
-from stackroute.server.routing.arguments.request_text import RequestText
+from stackroute.server.routing.arguments.menus import ValueMenus
 from stackroute.server.routing.arguments.support import Offer, offered
 from stackroute.server.routing.options import ArgumentValues, MissingValues
 
@@ -134,6 +140,8 @@ class ArgumentFiller:
         properties: Mapping[str, Any] = schema.get("properties") or {}
         read = ValueMenus.read(leaf, request.task) if menus is None \
             else menus.checked(leaf, request.task)
+        refused = [r for r in request.refused if r.leaf == leaf.path_str]
+        read = read.refusing(refused)
         required, order = list(read.required), list(read.order)
         filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
         conversation = _Conversation(request, leaf)
@@ -183,6 +191,11 @@ class ArgumentFiller:
             self._free_text(conversation, schema, rest, filled)
         elif filled.arguments or not properties:
             filled.text = json.dumps(filled.arguments, ensure_ascii=False)
+        if any(r.arguments == filled.arguments for r in refused) \
+                and not filled.missing_values():
+            # the same call the schema refused (its problem is the object as a whole, or a
+            # value no menu offered): the model writes it again, whole, under the schema
+            self._rewrite(request, leaf, schema, filled)
         return filled
 
     def _choose(self, conversation: _Conversation, name: str, found: list[Candidate], *,
@@ -219,19 +232,9 @@ class ArgumentFiller:
         properties = schema.get("properties") or {}
         narrowed = {"type": "object", "properties": {n: properties[n] for n in names},
                     "required": names, "additionalProperties": False}
-        prompt = conversation.ask(rest_ask(names), whole=not filled.arguments)
-        generation = self.engine.generate(
-            prompt, constraint=Constraint.json(narrowed),
-            sampling=SamplingOptions(max_tokens=self.max_argument_tokens))
-        filled.usage = filled.usage + generation.usage
-        filled.fallback = "free_text"
-        filled.finish_reason = generation.finish_reason
-        try:
-            written = json.loads(generation.text)
-        except json.JSONDecodeError:
-            written = None
-        if not isinstance(written, dict):
-            filled.text = generation.text  # cut off: the machine records the misstep
+        written = self._write(conversation.ask(rest_ask(names), whole=not filled.arguments),
+                              narrowed, filled)
+        if written is None:
             return
         for choice in filled.choices:
             if choice.name in written and choice.source == "fallback":
@@ -241,6 +244,37 @@ class ArgumentFiller:
                    if n in filled.arguments}
         filled.arguments = ordered
         filled.text = json.dumps(ordered, ensure_ascii=False)
+
+    def _rewrite(self, request: RoutingRequest, leaf: Node, schema: Mapping[str, Any],
+                 filled: FilledArguments) -> None:
+        """`filled` replaced by the arguments the model writes as one JSON object under the
+        leaf's whole schema, after the prompt's record of the schema's refusal."""
+        conversation = _Conversation(request, leaf)
+        written = self._write(conversation.ask(rewrite_ask(), whole=True), schema, filled)
+        if written is None:
+            return
+        filled.arguments = written
+        filled.choices = [ValueChoice(n, "fallback", 0, v) for n, v in written.items()]
+        filled.text = json.dumps(written, ensure_ascii=False)
+
+    def _write(self, prompt: Prompt, schema: Mapping[str, Any],
+               filled: FilledArguments) -> dict[str, Any] | None:
+        """The JSON object the model writes under `schema`, its cost counted in `filled`; None
+        where it is cut off or no object (its text kept: the machine records the misstep)."""
+        generation = self.engine.generate(
+            prompt, constraint=Constraint.json(schema),
+            sampling=SamplingOptions(max_tokens=self.max_argument_tokens))
+        filled.usage = filled.usage + generation.usage
+        filled.fallback = "free_text"
+        filled.finish_reason = generation.finish_reason
+        try:
+            written = json.loads(generation.text)
+        except json.JSONDecodeError:
+            written = None
+        if not isinstance(written, dict):
+            filled.text = generation.text
+            return None
+        return written
 
 
 def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) -> float:
@@ -270,40 +304,6 @@ def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) ->
     priors = [p.candidate.prior if (p := picks.get(n)) and p.candidate else COVERAGE_FLOOR
               for n in typed]
     return max(COVERAGE_FLOOR, min(COVERAGE_CAP, min(priors)))
-
-
-@dataclass(frozen=True)
-class ValueMenus:
-    """A leaf's value candidates in one request, per property: the request read once
-    (`RequestText`), and shared by whoever needs them for the same leaf and request (the
-    abstention check's `value_coverage`, then the filler)."""
-
-    leaf: str  # the leaf's path
-    task: str
-    required: tuple[str, ...]  # in the schema's `required` order
-    order: tuple[str, ...]  # the required properties, then the optional ones in schema order
-    by_property: Mapping[str, list[Candidate]]
-
-    @classmethod
-    def read(cls, leaf: Node, task: str) -> ValueMenus:
-        schema: Mapping[str, Any] = leaf.parameters or {}
-        properties: Mapping[str, Any] = schema.get("properties") or {}
-        required = tuple(n for n in schema.get("required") or () if n in properties)
-        order = required + tuple(n for n in properties if n not in required)
-        topic = topic_words(leaf.name, leaf.description or "")
-        text = RequestText.read(task)
-        by_property = {name: candidates(name, schema_of(properties[name]), text,
-                                        siblings=[n for n in properties if n != name],
-                                        topic=topic)
-                       for name in order}
-        return cls(leaf.path_str, task, required, order, by_property)
-
-    def checked(self, leaf: Node, task: str) -> ValueMenus:
-        """These menus, where they were read for `leaf` and `task` (a caller's bug else)."""
-        if (self.leaf, self.task) != (leaf.path_str, task):
-            raise ValueError(f"value menus read for {self.leaf!r} on {self.task!r}, "
-                             f"used for {leaf.path_str!r} on {task!r}")
-        return self
 
 
 def _is_object(prop: Mapping[str, Any]) -> bool:

@@ -29,7 +29,8 @@ from stackroute.server.routing.abstention import (
     read_abstention,
     write_abstention,
 )
-from stackroute.server.routing.arguments.filling import ValueMenus, value_coverage
+from stackroute.server.routing.arguments.filling import value_coverage
+from stackroute.server.routing.arguments.menus import ValueMenus
 from stackroute.server.routing.calibration import router_options
 from stackroute.server.routing.options import DraftSource, Policy, RouterOptions
 from stackroute.server.routing.plan import RoutingPlan, StepSource

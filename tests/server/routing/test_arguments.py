@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from doubles import LogitEngine, then_done
 from stackroute.runtime.catalog import build_tree
+from stackroute.runtime.frames import RefusedArguments
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Generation, SamplingOptions
+from stackroute.server.routing.arguments.menus import ValueMenus
 from stackroute.server.routing.options import MissingValues
 from stackroute.server.routing.router import build_machine, product_options
 from stackroute.server.tools.evaluate import Query, run_query
@@ -178,3 +180,34 @@ def test_a_name_after_a_place_word_supports_an_optional_place(
     machine = build_machine(build_tree(WINE), engine, options=options)
     state = run_query(machine, Query(id="q", query=text, gold=(), args=None, tags=()))
     assert state.calls[0]["arguments"] == expected
+
+
+ONE_WAY = {"name": "r", "children": [{"name": "reach", "description": "Reach a person.",
+    "parameters": {"type": "object", "properties": {
+        "name": {"type": "string"}, "email": {"type": "string"}, "phone": {"type": "string"}},
+        "required": ["name"], "oneOf": [{"required": ["email"]}, {"required": ["phone"]}]}}]}
+
+
+def test_a_call_the_schema_refused_as_a_whole_is_written_again_not_repeated() -> None:
+    """The values the request holds fit each property, but the object does not (both ways of
+    reaching her, where `oneOf` takes one): the choices alone would make the same refused
+    call on every retry; the retry writes the object under the whole schema instead."""
+    engine = Writes({"reach": 5.0, "DONE": 0.0}, text='{"name": "Asha", "email": "a@x.org"}')
+    state = run(ONE_WAY, engine, "Reach Asha at a@x.org or +1 415 555 0100")
+    assert state.num_format_failures == 1
+    assert [(c["path"], c["arguments"]) for c in state.calls] == [
+        ("reach", {"name": "Asha", "email": "a@x.org"})]
+    assert engine.schemas == [ONE_WAY["children"][0]["parameters"]]  # the whole schema
+    assert state.calls[0]["written_values"] == ["name", "email"]  # the model wrote them
+
+
+def test_value_menus_drop_a_value_the_schema_refused_for_its_property() -> None:
+    tree = build_tree(SEND)
+    leaf = tree.node("send")
+    menus = ValueMenus.read(leaf, "Send 40 euros to Asha and 10 to Li")
+    refused = RefusedArguments("send", {"payee": "Asha", "amount": 40}, ("amount",))
+    kept = menus.refusing([refused])
+    assert [c.value for c in kept.by_property["amount"]] == [10]
+    assert kept.by_property["payee"] == menus.by_property["payee"]  # not named: kept
+    other_leaf = RefusedArguments("pay", {"amount": 40}, ("amount",))
+    assert menus.refusing([other_leaf]) is menus

@@ -294,6 +294,21 @@ def test_a_value_outside_the_schemas_bounds_is_never_offered() -> None:
     assert all(len(c.text) <= 4 for c in candidates("code", short, "Use code AB12 or LONGER1"))
 
 
+def test_a_value_its_property_schema_refuses_is_never_offered() -> None:
+    """Whatever keyword refuses it (not only bounds): a value the property's own schema
+    refuses would fail the call's schema, and a deterministic choice would make the same
+    failing call again on every retry."""
+    request = "Split the 1190 GBP fee into 12 or 15 parts of 20 minutes"
+    steps = {"type": "integer", "multipleOf": 5}
+    assert 12 not in [c.value for c in candidates("parts", steps, request)]
+    assert 15 in [c.value for c in candidates("parts", steps, request)]
+    assert [c.value for c in candidates("parts", {"type": "integer", "not": {"const": 12},
+                                                  "maximum": 99}, request)] == [15, 20]
+    few = {"type": "array", "items": {"type": "string"}, "maxItems": 2}
+    emails = "Invite ann@x.org, bob@x.org and cy@x.org"
+    assert all(len(c.value) <= 2 for c in candidates("attendees", few, emails))
+
+
 @pytest.mark.parametrize(("request_text", "expected"), [
     # a participle after the noun ends its phrase: an unseen office catalog's search_mail
     # took "emails" (the tool said again) once "invoices labelled finance" held the label of

@@ -1,0 +1,67 @@
+"""A leaf's value menus in one request: per property, the values the request holds
+(`candidates.py`), read once and shared by whoever needs them for the same leaf and request
+(the abstention check's `value_coverage`, then the filler)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stackroute.runtime.frames import RefusedArguments
+from stackroute.runtime.tree import Node
+from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.candidates import candidates, schema_of, topic_words
+from stackroute.server.routing.arguments.request_text import RequestText
+
+
+@dataclass(frozen=True)
+class ValueMenus:
+    """A leaf's value candidates in one request, per property: the request read once
+    (`RequestText`), and shared by whoever needs them for the same leaf and request (the
+    abstention check's `value_coverage`, then the filler)."""
+
+    leaf: str  # the leaf's path
+    task: str
+    required: tuple[str, ...]  # in the schema's `required` order
+    order: tuple[str, ...]  # the required properties, then the optional ones in schema order
+    by_property: Mapping[str, list[Candidate]]
+
+    @classmethod
+    def read(cls, leaf: Node, task: str) -> ValueMenus:
+        schema: Mapping[str, Any] = leaf.parameters or {}
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = tuple(n for n in schema.get("required") or () if n in properties)
+        order = required + tuple(n for n in properties if n not in required)
+        topic = topic_words(leaf.name, leaf.description or "")
+        text = RequestText.read(task)
+        by_property = {name: candidates(name, schema_of(properties[name]), text,
+                                        siblings=[n for n in properties if n != name],
+                                        topic=topic)
+                       for name in order}
+        return cls(leaf.path_str, task, required, order, by_property)
+
+    def checked(self, leaf: Node, task: str) -> ValueMenus:
+        """These menus, where they were read for `leaf` and `task` (a caller's bug else)."""
+        if (self.leaf, self.task) != (leaf.path_str, task):
+            raise ValueError(f"value menus read for {self.leaf!r} on {self.task!r}, "
+                             f"used for {leaf.path_str!r} on {task!r}")
+        return self
+
+    def refusing(self, refused: Sequence[RefusedArguments]) -> ValueMenus:
+        """These menus without the values the leaf's schema refused for a property it named
+        (`refused`: this frame's earlier calls of the leaf): a deterministic choice would
+        otherwise make the same refused call again."""
+        gone = {(name, _key(r.arguments[name])) for r in refused if r.leaf == self.leaf
+                for name in r.properties if name in r.arguments}
+        if not gone:
+            return self
+        kept = {name: [c for c in found if (name, _key(c.value)) not in gone]
+                for name, found in self.by_property.items()}
+        return ValueMenus(self.leaf, self.task, self.required, self.order, kept)
+
+
+def _key(value: Any) -> str:
+    """A value compared as JSON (a list or an object is no dict key)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
