@@ -37,6 +37,12 @@ class _MessageShape(_Shape):
     content: str
 
 
+class _RefusedShape(_Shape):
+    leaf: str
+    arguments: dict[str, Any]
+    properties: list[str]
+
+
 class _FrameShape(_Shape):
     frame_id: int
     node_path: str
@@ -48,6 +54,7 @@ class _FrameShape(_Shape):
     tried: list[str]
     is_alerted: bool
     shortlist: list[str] | None = None  # the options a shortlisted frame shows
+    refused: list[_RefusedShape] = []  # arguments a leaf's schema refused in this frame
 
 
 class _PendingShape(_Shape):

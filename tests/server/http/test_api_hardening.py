@@ -54,6 +54,9 @@ DEEP = "@deep@"  # replaced in the body's text: json.dumps itself cannot write 9
     (lambda s: s.update(usage={"model_calls": [1]}), "state.usage.model_calls"),
     (lambda s: s["stack"][0]["accumulator"].append({"deep": DEEP}), "state"),
     (lambda s: s.update(trace=[{"seq": "x"}]), "state"),
+    (lambda s: s["stack"][-1].update(refused=[{"leaf": "payments/send_money",
+                                               "arguments": [], "properties": []}]),
+     "state.stack.1.refused.0.arguments"),
 ])
 def test_a_malformed_state_is_400_naming_the_field(client: TestClient, change: Any,
                                                     param: str) -> None:
@@ -66,6 +69,20 @@ def test_a_malformed_state_is_400_naming_the_field(client: TestClient, change: A
                            headers={"content-type": "application/json"})
     error = assert_error(response, 400, "invalid_input")
     assert error.get("param") == param, error
+
+
+def test_a_state_with_refused_arguments_is_continued(client: TestClient) -> None:
+    """What a leaf's schema refused in a frame travels with the state (the router keeps
+    from repeating that call)."""
+    catalog_id = upload(client)
+    state = _state(client, catalog_id)
+    state["stack"][-1]["refused"] = [{"leaf": "payments/send_money",
+                                      "arguments": {"payee": "Asha", "amount": "5"},
+                                      "properties": ["amount"]}]
+    response = client.post("/v1/route", json={"catalog": catalog_id, "state": state,
+                                              "include_state": True})
+    assert response.status_code == 200, response.text
+    assert response.json()["state"]["stack"][-1]["refused"] == state["stack"][-1]["refused"]
 
 
 @pytest.fixture
