@@ -5,8 +5,9 @@ module (package data, so an installed `stackroute` ships them); routers load the
 their engine's model and route `guided` by default when it exists (`router_options`).
 
 File format: `{"model": str, "options": {RecoveryOptions fields}, "measured": {...}}`, and
-optionally `"arguments": {"values": "model" | "priors", "measured": {...}}` (who picks argument
-values among the request's candidates, `ArgumentValues`) and `"abstention"` (abstention.py).
+optionally `"arguments": {"values": "model" | "priors", "none_bias": float, "measured": {...}}`
+(who picks argument values among the request's candidates, `ArgumentValues`; the log-odds of
+`NONE` on an optional value's menu where the model picks) and `"abstention"` (abstention.py).
 An unknown option in `options` is an error.
 """
 
@@ -83,6 +84,11 @@ def read_argument_values(path: Path) -> ArgumentValues | None:
 def argument_values_of(file: CalibrationFile) -> ArgumentValues | None:
     """The file's `arguments.values` (None where it says nothing)."""
     return file.choice("arguments", "values", ArgumentValues)
+
+
+def none_bias_of(file: CalibrationFile) -> float | None:
+    """The file's `arguments.none_bias` (None where it says nothing)."""
+    return file.number("arguments", "none_bias")
 
 
 def speculation_of(file: CalibrationFile) -> DraftSource | None:
@@ -179,6 +185,8 @@ def router_options(model: str, *, policy: Policy | None = None,
     if argument_values is None and file is not None and options.recovery is not None:
         argument_values = argument_values_of(file)
     options = replace(options, argument_values=argument_values or ArgumentValues.MODEL)
+    if file is not None and options.recovery is not None:  # plain: the model alone
+        options = replace(options, none_bias=none_bias_of(file) or 0.0)
     if missing_values is not None:
         options = replace(options, missing_values=missing_values)
     if optional_values is not None:

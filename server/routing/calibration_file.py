@@ -38,10 +38,10 @@ class CalibrationFile:
         return self.sections.get(key)
 
     def choice(self, section: str, key: str, kind: type[E]) -> E | None:
-        """`section.key` as one of `kind`'s values (None where the file has no `section`); any
-        other value is an `InputError` naming the values it takes."""
+        """`section.key` as one of `kind`'s values (None where the file has no `section`, or
+        the section no `key`); any other value is an `InputError` naming the values it takes."""
         body = self.section(section)
-        if body is None:
+        if body is None or (isinstance(body, dict) and key not in body):
             return None
         value = body.get(key) if isinstance(body, dict) else None
         try:
@@ -50,3 +50,14 @@ class CalibrationFile:
             allowed = ", ".join(str(v.value) for v in kind)
             raise InputError(f"{self.path}: '{section}.{key}' must be one of {allowed}, "
                              f"got {value!r}") from e
+
+    def number(self, section: str, key: str) -> float | None:
+        """`section.key` as a number (None where the file has no `section`, or the section no
+        `key`); anything else is an `InputError`."""
+        body = self.section(section)
+        if body is None or (isinstance(body, dict) and key not in body):
+            return None
+        value = body.get(key) if isinstance(body, dict) else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InputError(f"{self.path}: '{section}.{key}' must be a number, got {value!r}")
+        return float(value)

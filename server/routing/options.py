@@ -116,6 +116,10 @@ class RouterOptions:
     # Who picks argument values among the request's candidates: per model, from its
     # calibration (`calibration.py`); the model's choice where nothing says otherwise.
     argument_values: ArgumentValues = ArgumentValues.MODEL
+    # The log-odds `NONE` takes on an optional property's value menu where the model chooses
+    # (`ArgumentValues.MODEL`): per model, from its calibration's `arguments.none_bias`; 0
+    # (NONE as likely as the model says) where nothing says otherwise.
+    none_bias: float = 0.0
     # A required value the request holds nothing for: asked of the user, or written by the
     # model (settings.py's `missing_values`).
     missing_values: MissingValues = field(
@@ -131,7 +135,8 @@ class RouterOptions:
 
     def describe(self) -> dict[str, str | None]:
         """What a trace and `--json` record about how this run routed (`abstention` only
-        where the check is on, `argument_values` only where not the model's choice,
+        where the check is on, `argument_values` only where not the model's choice (else
+        `none_bias` where not 0),
         `missing_values` only where they are written rather than asked, `optional_values`
         only where by words alone)."""
         out: dict[str, str | None] = {
@@ -142,6 +147,8 @@ class RouterOptions:
             out["abstention"] = "on"
         if self.argument_values is not ArgumentValues.MODEL:
             out["argument_values"] = self.argument_values.value
+        elif self.none_bias:
+            out["none_bias"] = f"{self.none_bias:g}"
         if self.missing_values is not MissingValues.ASK:
             out["missing_values"] = self.missing_values.value
         if self.optional_values is not OptionalValues.MEANING:

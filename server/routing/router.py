@@ -189,7 +189,8 @@ class EngineRouter:
         as `free_text`)."""
         filler = ArgumentFiller(self.engine, max_argument_tokens=self.options.max_argument_tokens,
                                 values=self.options.argument_values,
-                                missing=self.options.missing_values, meaning=self.meaning)
+                                missing=self.options.missing_values, meaning=self.meaning,
+                                none_bias=self.options.none_bias)
         try:
             filled = filler.fill(request, leaf, menus=menus)
         except InvalidGrammarError as e:  # the catalog's author needs to know which leaf

@@ -125,8 +125,9 @@ class ArgumentFiller:
     def __init__(self, engine: Engine, *, missing: MissingValues,
                  max_argument_tokens: int = 384,
                  values: ArgumentValues = ArgumentValues.MODEL,
-                 meaning: ValueMeaning | None = None) -> None:
+                 meaning: ValueMeaning | None = None, none_bias: float = 0.0) -> None:
         self.engine = engine
+        self.none_bias = none_bias  # NONE's log-odds on an optional value's menu
         self.max_argument_tokens = max_argument_tokens
         self.values = values
         self.missing = missing
@@ -208,7 +209,7 @@ class ArgumentFiller:
         bias = {c.text: c.prior * PRIOR_SCALE for c in found}
         if may_decline and NONE_OPTION not in bias:
             options.append(NONE_OPTION)
-            bias[NONE_OPTION] = 0.0
+            bias[NONE_OPTION] = self.none_bias
         prompt = conversation.ask(value_ask(name, is_optional=may_decline))
         if len(options) == 1:
             conversation.answered(options[0])

@@ -211,3 +211,16 @@ def test_value_menus_drop_a_value_the_schema_refused_for_its_property() -> None:
     assert kept.by_property["payee"] == menus.by_property["payee"]  # not named: kept
     other_leaf = RefusedArguments("pay", {"amount": 40}, ("amount",))
     assert menus.refusing([other_leaf]) is menus
+
+
+def test_none_on_an_optional_value_menu_takes_the_options_bias() -> None:
+    """A model that says NONE too readily (the 1.5B) gets `NONE` lowered by its calibration's
+    `none_bias`; the other options keep their priors."""
+    for none_bias in (0.0, -3.0):
+        engine = Writes({"send": 5.0, "DONE": 0.0})
+        options = replace(product_options(engine), none_bias=none_bias)
+        machine = build_machine(build_tree(SEND), engine, options=options)
+        run_query(machine, Query(id="q", query="Send 40 euros to Asha", gold=(), args=None,
+                                 tags=()))
+        (menu,) = [c for c in engine.calls if "NONE" in c.options]
+        assert menu.bias is not None and menu.bias["NONE"] == none_bias

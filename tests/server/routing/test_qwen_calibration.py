@@ -68,3 +68,15 @@ def test_the_qwen_tiers_root_leaves_weak_in_scope_evidence_to_the_model_and_its_
     assert recovery.out_of_scope_score <= embedded.out_of_scope_score
     assert recovery.out_of_scope_score < 0.19  # the unseen catalogs' weakest in-scope bar two
     assert recovery.fallback_min_score == recovery.out_of_scope_score
+
+
+def test_the_qwen_tier_keeps_an_optional_value_the_request_supports_unless_sure_it_is_not() -> None:
+    """The 1.5B answered NONE to optional values the request states ("on the tropical
+    rainforest", "at 07:51"), `NONE` at 0 beside the candidates' priors: on Seal-Tools dev's
+    value menus that offer `NONE` (the gold leaf, its unbiased choices recorded), 13 of 18
+    right at 0 and 16 at every bias from -2 to -4 with no value taken where the request gave
+    none (bench/results/2026-12-07-cpu-none-bias). The embedded default's values are the
+    priors' assignment (no such choice), so its calibration says nothing."""
+    assert router_options(MODEL).none_bias == -3.0
+    assert router_options("SmolLM2-135M-Instruct.Q4_1").none_bias == 0.0
+    assert router_options(MODEL, policy=Policy.PLAIN).none_bias == 0.0  # the model alone
