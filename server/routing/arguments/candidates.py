@@ -19,6 +19,7 @@ from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     STOPWORDS,
+    joined_forms,
     label_positions,
     near,
     property_words,
@@ -58,6 +59,9 @@ LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copie
 # a value of the kind its property wants, which no other kind of property takes: an e-mail, a
 # phone number, a date, a time, a language name, a reason after "because" (support.py)
 TYPED_PRIOR = 3.0
+# a date its property's name labels: above the request's other dates, which every date
+# property takes at TYPED_PRIOR (a sibling's label holds it back by SIBLING_PENALTY)
+DATE_LABEL_BONUS = 0.5
 # What follows a colon to the end of the request is what to write ("a ticket in OPS: Disk full
 # on db-3"), for a property that holds free text; below a quote, which says so outright
 CLAUSE_PRIOR = 2.5
@@ -94,7 +98,11 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     words = property_words(name, schema)
     shared = {w for s in siblings for w in property_words(s, {})}
     # a word the siblings share ("number" of policy_number and flight_number) labels neither
-    cues = label_positions(text, [w for w in words if w not in shared] or words, words)
+    # the name written as one word ("checkout" of new_check_out), where no sibling's is
+    forms = joined_forms(name)
+    theirs = frozenset().union(*(joined_forms(s) for s in siblings))
+    cues = label_positions(text, [w for w in words if w not in shared] or words, words,
+                           joined=forms - theirs, unless=theirs - forms)
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], text)
     elif kind == "boolean":
@@ -110,7 +118,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
     fits = value_checker(schema)  # a value the schema refuses would fail the call
     found = _directed(_held_back([c for c in found if fits(c.value)], text, cues, words,
-                                 siblings), text, words)
+                                 siblings, forms), text, words)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
@@ -119,13 +127,13 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
 
 
 def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
-               words: list[str],
-               siblings: Sequence[str]) -> list[Candidate]:
+               words: list[str], siblings: Sequence[str],
+               forms: frozenset[str]) -> list[Candidate]:
     """`found` with the values another property's name labels (and this one's does not)
     lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
     the label of that property's value ("the subject" for `message`), not this one's."""
     own = {w[:4] for w in words}
-    labels = {s: _label_of(request, s, own) for s in siblings}
+    labels = {s: _label_of(request, s, own, forms) for s in siblings}
     others = sorted({span for spans_of in labels.values() for span in spans_of})
     if not others:
         return found
@@ -163,12 +171,16 @@ def schema_of(prop: Any) -> Mapping[str, Any]:
     return prop if isinstance(prop, Mapping) else {}
 
 
-def _label_of(request: str, sibling: str, own: set[str]) -> list[tuple[int, int]]:
+def _label_of(request: str, sibling: str, own: set[str],
+              forms: frozenset[str]) -> list[tuple[int, int]]:
     """Where the request labels `sibling`: its words that are not this property's (`own`,
     4-letter stems), each run on over the sibling's words right after it ("fat content at"
-    for fat_content beside protein_content: "content" is no label of its own here)."""
+    for fat_content beside protein_content: "content" is no label of its own here), and its
+    name as one word where this property's (`forms`) is not that word."""
     theirs = property_words(sibling, {})
-    return label_positions(request, [w for w in theirs if w[:4] not in own], theirs)
+    joined = joined_forms(sibling)
+    return label_positions(request, [w for w in theirs if w[:4] not in own], theirs,
+                           joined=joined - forms, unless=forms - joined)
 
 
 def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
@@ -262,7 +274,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
             forms = date_forms(found, schema_format=fmt)
             if pattern and found.year is not None:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
-            out += [Candidate(f, f, "date", prior) for f in forms]
+            # the date its property's name labels ("checkout to 2027-09-13") over another
+            labelled = DATE_LABEL_BONUS if near(found.span, cues, request, before=True) else 0.0
+            out += [Candidate(f, f, "date", prior + labelled, found.span) for f in forms]
     if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
         # a property named for a time ("time_period") takes a clock time as its own kind
         prior = TYPED_PRIOR if fmt in ("time", "date-time") or "time" in words else 2.0

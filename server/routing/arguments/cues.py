@@ -4,7 +4,7 @@ and whether a value stands next to one ("with ID X", "the Sales team")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from stackroute.server.embeddings.words import split_name
@@ -32,25 +32,53 @@ def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
     return [w for w in split_name(name) if w not in STOPWORDS]
 
 
-def cue_positions(request: str, words: list[str]) -> list[tuple[int, int]]:
-    """Where the request names the property (a word of its name, 4-letter stem): each such
-    word's span, so a value right after it ("with ID X", "age of 63") or right before it
-    ("the Sales team", "the 'income' dataset") can be favoured."""
-    out = []
-    for match in re.finditer(r"[A-Za-z]+", request):
+def joined_forms(name: str) -> frozenset[str]:
+    """The property's name as one word, as a request may write it: each pair of its adjacent
+    words joined ("checkout" of new_check_out) and each of its words of five letters or more,
+    which a request may split ("pickup" of pickup_date said "pick up").
+
+    >>> sorted(joined_forms("new_check_out")), sorted(joined_forms("pickup_date"))
+    (['checkout', 'newcheck'], ['pickup', 'pickupdate'])
+    """
+    parts = split_name(name)
+    return frozenset({a + b for a, b in zip(parts, parts[1:], strict=False) if len(a + b) >= 5}
+                     | {p for p in parts if len(p) >= 5})
+
+
+def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (),
+                  unless: Collection[str] = ()) -> list[tuple[int, int]]:
+    """Where the request names the property (a word of its name, 4-letter stem; or, `joined`,
+    its name written as one word, said as one word or two: "checkout", "check-out", "check
+    out"): each such word's span, so a value right after it ("with ID X", "age of 63") or right
+    before it ("the Sales team", "the 'income' dataset") can be favoured. A word, or two, that
+    say one of `unless` (another property's name as one word: "checkout" beside
+    new_check_in) name no word of this one's."""
+    tokens = list(re.finditer(r"[A-Za-z]+", request))
+    pairs = [(a, b) for a, b in zip(tokens, tokens[1:], strict=False)
+             if request[a.end():b.start()] in (" ", "-")]
+    taken = {m.start() for m in tokens if m[0].lower() in unless}
+    taken |= {m.start() for a, b in pairs if (a[0] + b[0]).lower() in unless for m in (a, b)}
+    out = [(a.start(), b.end()) for a, b in pairs if (a[0] + b[0]).lower() in joined
+           and a.start() not in taken]
+    paired = {m.start() for a, b in pairs if (a.start(), b.end()) in out for m in (a, b)}
+    for match in tokens:
         word = match[0].lower()
-        if any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
-               for w in words):
+        if match.start() in taken or match.start() in paired:
+            continue
+        if word in joined or any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
+                                 for w in words):
             out.append(match.span())
-    return out
+    return sorted(out)
 
 
-def label_positions(request: str, words: list[str], own: list[str]) -> list[tuple[int, int]]:
+def label_positions(request: str, words: list[str], own: list[str], *,
+                    joined: Collection[str] = (),
+                    unless: Collection[str] = ()) -> list[tuple[int, int]]:
     """`cue_positions` of `words`, each run on over the property's `own` words right beside
     it, after and before: where `words` leaves out a word the siblings share ("content" of
     fat_content and protein_content), "fat content of 13.1%" still labels 13.1 ("fat content"
     is the label, not "fat" with "content" between it and the value), and "soil as the slope
-    material" labels soil.
+    material" labels soil. `joined`, `unless`: as `cue_positions`'.
 
     >>> request = "a fat content of 13.1%"
     >>> [request[a:b] for a, b in label_positions(request, ["fat"], ["fat", "content"])]
@@ -59,7 +87,7 @@ def label_positions(request: str, words: list[str], own: list[str]) -> list[tupl
     >>> [request[a:b] for a, b in label_positions(request, ["material"], ["slope", "material"])]
     ['slope material']
     """
-    spans = cue_positions(request, words)
+    spans = cue_positions(request, words, joined=joined, unless=unless)
     if not spans or own == words:
         return spans
     owned = cue_positions(request, own)

@@ -334,3 +334,31 @@ def test_a_phone_number_is_one_value_in_the_form_the_schema_wants() -> None:
     assert listed[0].value == ["+1 (555) 010-2299", "555-010-3344"]
     digits = {"type": "array", "items": {"type": "string", "pattern": "^\\+?[0-9]{10,15}$"}}
     assert candidates("phone_numbers", digits, request)[0].value == ["+15550102299", "5550103344"]
+
+
+@pytest.mark.parametrize("request_text", [
+    "hotel conf HC-7734921 - push my checkout to 2027-09-13 please",
+    "hotel conf HC-7734921 - move the check-out to 2027-09-13",
+    "hotel conf HC-7734921: check out on 2027-09-13 instead",
+])
+def test_a_name_said_as_one_word_labels_its_property_not_a_sibling_sharing_its_words(
+        request_text: str) -> None:
+    """new_check_in and new_check_out share every word but "in"/"out": "checkout" (or
+    "check-out", "check out") names the second only; before, its "check" labelled the date
+    for both, and the 1.5B gave it to the first (an unseen travel catalog, tr-9)."""
+    date = {"type": "string", "format": "date"}
+    names = ["confirmation_number", "new_check_in", "new_check_out"]
+
+    def prior(name: str) -> float:
+        found = candidates(name, date, request_text, siblings=[n for n in names if n != name])
+        return next(c.prior for c in found if c.value == "2027-09-13")
+
+    assert prior("new_check_out") > prior("new_check_in")
+
+
+def test_a_one_word_name_said_as_two_labels_its_property() -> None:
+    """`pickup_date`'s "pickup", said "pick up"."""
+    request = "Please pick up on 2027-07-02, the car goes back 2027-07-06"
+    date = {"type": "string", "format": "date"}
+    found = candidates("pickup_date", date, request, siblings=["return_date"])
+    assert found[0].value == "2027-07-02" and found[0].prior > found[1].prior
