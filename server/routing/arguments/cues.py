@@ -3,6 +3,7 @@ and whether a value stands next to one ("with ID X", "the Sales team")."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -38,10 +39,10 @@ def joined_forms(name: str) -> frozenset[str]:
     which a request may split ("pickup" of pickup_date said "pick up").
 
     >>> sorted(joined_forms("new_check_out")), sorted(joined_forms("pickup_date"))
-    (['checkout', 'newcheck'], ['pickup', 'pickupdate'])
+    (['check', 'checkout', 'newcheck'], ['pickup', 'pickupdate'])
     """
     parts = split_name(name)
-    return frozenset({a + b for a, b in zip(parts, parts[1:], strict=False) if len(a + b) >= 5}
+    return frozenset({a + b for a, b in itertools.pairwise(parts) if len(a + b) >= 5}
                      | {p for p in parts if len(p) >= 5})
 
 
@@ -54,7 +55,7 @@ def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (
     say one of `unless` (another property's name as one word: "checkout" beside
     new_check_in) name no word of this one's."""
     tokens = list(re.finditer(r"[A-Za-z]+", request))
-    pairs = [(a, b) for a, b in zip(tokens, tokens[1:], strict=False)
+    pairs = [(a, b) for a, b in itertools.pairwise(tokens)
              if request[a.end():b.start()] in (" ", "-")]
     taken = {m.start() for m in tokens if m[0].lower() in unless}
     taken |= {m.start() for a, b in pairs if (a[0] + b[0]).lower() in unless for m in (a, b)}
