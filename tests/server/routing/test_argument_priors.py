@@ -96,12 +96,17 @@ def test_naming_words_and_kinds_of_literal_are_not_values(name: str, request_tex
 
 
 def test_a_shared_word_does_not_hold_back_a_siblings_value() -> None:
-    # start_date and end_date share "date": neither's cue is the other's alone
-    request = "Book from the start date 2024-03-05"
-    found = candidates("end_date", {"type": "string", "format": "date"}, request,
+    # start_date and end_date share "date": neither's cue is the other's alone; "start" is
+    # start_date's own, so "the start date 2024-03-05" is held back for end_date (dates carry
+    # their place in the request since f6becbb)
+    date = {"type": "string", "format": "date"}
+    found = candidates("end_date", date, "Book from the date 2024-03-05",
                        siblings=("start_date",))
     assert [c.value for c in found] == ["2024-03-05"]
     assert found[0].prior == 3.0
+    held = candidates("end_date", date, "Book from the start date 2024-03-05",
+                      siblings=("start_date",))
+    assert held[0].prior < 3.0
 
 
 def test_spans_from_the_opening_verb_rank_low() -> None:
