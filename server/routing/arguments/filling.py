@@ -149,13 +149,24 @@ class ArgumentFiller:
         rest: list[str] = []
         by_priors = self.values is ArgumentValues.PRIORS
         picks = _assigned_picks(read.by_property, required, properties, request.task,
-                                meaning=self.meaning) if by_priors else {}
+                                meaning=self.meaning)
+        # where the model chooses, the values the assignment gives optional properties: no
+        # other optional property is offered one ("checkout to 2027-09-13" is new_check_out's,
+        # not new_check_in's, though new_check_in is asked first)
+        claims = {} if by_priors else {n: p.candidate for n, p in picks.items()
+                                       if n not in required and p.candidate is not None}
         used: set[str] = set()
         for name in order:
             prop = schema_of(properties[name])
             is_required = name in required
             found = read.by_property[name]
-            fresh = found if by_priors else [c for c in found if c.text not in used] or found
+            if by_priors:
+                fresh = found
+            elif is_required:  # a value may serve two required properties
+                fresh = [c for c in found if c.text not in used] or found
+            else:  # an optional one takes a value no other property has or fits better
+                fresh = [c for c in found if c.text not in used and not any(
+                    clashes(c, o) for n, o in claims.items() if n != name)]
             if is_required and self.missing is MissingValues.ASK and _is_missing(
                     prop, _taken(picks.get(name)) if by_priors and name in picks else fresh):
                 filled.choices.append(ValueChoice(name, "missing", len(fresh)))
@@ -173,7 +184,8 @@ class ArgumentFiller:
                 continue
             fresh = offer.candidates
             chosen, probability, usage, is_outside = self._choose(
-                conversation, name, fresh, may_decline=offer.may_decline, pick=picks.get(name))
+                conversation, name, fresh, may_decline=offer.may_decline,
+                pick=picks.get(name) if by_priors else None)
             filled.usage = filled.usage + usage
             if is_outside and is_required:  # an engine that ignored the menu: write it
                 rest.append(name)

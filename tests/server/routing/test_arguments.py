@@ -224,3 +224,22 @@ def test_none_on_an_optional_value_menu_takes_the_options_bias() -> None:
                                  tags=()))
         (menu,) = [c for c in engine.calls if "NONE" in c.options]
         assert menu.bias is not None and menu.bias["NONE"] == none_bias
+
+
+STAY = {"name": "r", "children": [{"name": "modify_stay", "description": "Change a stay.",
+    "parameters": {"type": "object", "properties": {
+        "confirmation_number": {"type": "string", "pattern": "^HC-[0-9]{7}$"},
+        "new_check_in": {"type": "string", "format": "date"},
+        "new_check_out": {"type": "string", "format": "date"}},
+        "required": ["confirmation_number"]}}]}
+
+
+def test_an_optional_property_is_not_offered_the_value_another_one_fits_better() -> None:
+    """"push my checkout to 2027-09-13": the date is new_check_out's (its name labels it).
+    Where the model chooses, new_check_in was asked first and took it (the 1.5B, an unseen
+    travel catalog, tr-9), and new_check_out was offered it again; an optional property now
+    gets neither a value already given nor one the priors' assignment gives another."""
+    engine = Writes({"modify_stay": 5.0, "DONE": 0.0})
+    state = run(STAY, engine, "hotel conf HC-7734921 - push my checkout to 2027-09-13 please")
+    assert state.calls[0]["arguments"] == {"confirmation_number": "HC-7734921",
+                                           "new_check_out": "2027-09-13"}
