@@ -1,6 +1,8 @@
 """Record the 1.5B's unbiased value choices at the gold leaf (dev single-tool), to read
 PRIOR_SCALE offline: choice(s) = argmax log p(o) + s * prior(o). The flow follows scale 2
-(the product's), so later menus see the product's earlier answers."""
+(the product's), so later menus see the product's earlier answers. argv: split limit out
+[ids.txt [ask|write]]: only the requests ids.txt names (../2026-12-07-cpu-none-bias), and what
+a missing required value does (write, as this folder's run, unless told)."""
 import json, math, sys, os
 from stackroute.runtime.catalog import load_catalog
 from stackroute.server.engines.registry import create_engine
@@ -16,6 +18,10 @@ split, limit, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 tree = load_catalog(SEAL_DIR / "seal-tools.catalog.json")
 rows = [json.loads(l) for l in open(SEAL_DIR / SPLITS[split])]
 rows = [r for r in rows if len(r["gold"]) == 1 and r.get("args")][:limit]
+if len(sys.argv) > 4:
+    keep = set(open(sys.argv[4]).read().split())
+    rows = [r for r in rows if r["id"] in keep]
+missing = MissingValues(sys.argv[5]) if len(sys.argv) > 5 else MissingValues.WRITE
 engine = create_engine("transformers", model="qwen2.5-coder-1.5b")
 machine = build_machine(tree, engine, options=RouterOptions(recovery=None, speculation=DraftSource.OFF))
 meaning = ValueMeaning(Embedder)
@@ -46,7 +52,7 @@ for i, r in enumerate(rows):
     CUR.clear(); CUR["id"] = r["id"]
     n0 = len(records)
     state = machine.start(r["query"], run_id=r["id"], at=parent); request = machine.request_for(state)
-    F.ArgumentFiller(engine, values=ArgumentValues.MODEL, missing=MissingValues.WRITE, meaning=meaning).fill(request, leaf)
+    F.ArgumentFiller(engine, values=ArgumentValues.MODEL, missing=missing, meaning=meaning).fill(request, leaf)
     for rec in records[n0:]:
         n = rec["name"]; schema = props.get(n, {})
         if n in gold:

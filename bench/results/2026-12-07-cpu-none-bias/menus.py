@@ -1,6 +1,8 @@
 """Each single-tool request's value menus and arguments at its gold leaf where the model chooses
 (ArgumentValues.MODEL), a stub answering each menu with its biased best (no model): which
-requests a change to the offering can reach. argv: split|catalog queries out.json"""
+requests a change to the offering can reach, and (with a last argument, a file) the ids of
+those whose menus offer NONE (none-*.txt). argv: split out.json [ids.txt] or catalog queries
+out.json [ids.txt]"""
 import json, sys
 from stackroute.runtime.catalog import load_catalog
 from stackroute.runtime.usage import Usage
@@ -12,13 +14,14 @@ from stackroute.server.embeddings.embedder import Embedder
 from stackroute.server.routing.options import DraftSource, MissingValues, RouterOptions, ArgumentValues
 from stackroute.server.routing.router import build_machine
 from stackroute.bench.experiments.right_call import SEAL_DIR, SPLITS
-if len(sys.argv) == 3:
-    split, out = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+if args[0] in SPLITS:
+    split, out, ids = args[0], args[1], args[2:]
     tree = load_catalog(SEAL_DIR / "seal-tools.catalog.json")
     rows = [json.loads(l) for l in open(SEAL_DIR / SPLITS[split])]
     rows = [r for r in rows if len(r["gold"]) == 1 and r.get("args")][:200]
 else:
-    cat, qf, out = sys.argv[1:4]
+    cat, qf, out, ids = args[0], args[1], args[2], args[3:]
     tree = load_catalog(cat)
     rows = [json.loads(l) for l in open(qf) if l.strip()]
     rows = [r for r in rows if len(r.get("gold") or []) == 1]
@@ -42,4 +45,7 @@ for r in rows:
     f = F.ArgumentFiller(stub, values=ArgumentValues.MODEL, missing=MissingValues.ASK, meaning=meaning).fill(request, leaf)
     res[r["id"]] = {"menus": stub.menus, "arguments": f.arguments, "choices": [c.to_dict() for c in f.choices]}
 json.dump(res, open(out, "w"))
-print(len(res))
+with_none = [k for k, v in res.items() if any("NONE" in m for m in v["menus"])]
+print(len(res), "requests,", len(with_none), "with NONE on a menu")
+if ids:
+    open(ids[0], "w").write("\n".join(with_none) + "\n")
