@@ -13,9 +13,13 @@ as it does where its best remaining candidate's prior is below zero."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from stackroute.server.routing.arguments.candidates import Candidate
+from stackroute.server.routing.arguments.meaning import ValueMeaning
+from stackroute.server.routing.arguments.support import offered
 
 
 def clashes(a: Candidate, b: Candidate) -> bool:
@@ -58,3 +62,30 @@ def assign_values(menus: Sequence[Sequence[Candidate]],
         else:
             free.insert(0, k)
     return [held.get(k) for k in range(len(menus))]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One property's value by the assignment."""
+
+    candidate: Candidate | None  # None: the optional property stays out
+
+
+def assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
+                   properties: Mapping[str, Any], request: str, *,
+                   meaning: ValueMeaning | None = None) -> dict[str, Pick]:
+    """Each property's value by the stable assignment of the priors (`assign_values`):
+    the required properties first, then the optional ones the request supports, from the
+    values left (an optional property never takes a required one's value)."""
+    must = [n for n in required if menus[n]]
+    picks = {n: Pick(c) for n, c in zip(
+        must, assign_values([menus[n] for n in must], [False] * len(must)), strict=True)}
+    taken = [p.candidate for p in picks.values() if p.candidate is not None]
+    left = {n: [c for c in found if not any(clashes(c, t) for t in taken)]
+            for n, found in menus.items() if n not in required and found}
+    offers = {n: offered(n, properties, found, request, set(), meaning).candidates
+              for n, found in left.items()}
+    may = [n for n, found in offers.items() if found]
+    picks |= {n: Pick(c) for n, c in zip(
+        may, assign_values([offers[n] for n in may], [True] * len(may)), strict=True)}
+    return picks

@@ -13,11 +13,13 @@ them: the fallback; with
 `MissingValues.ASK` one a person can type (anything but an object) is left out instead and
 named in `missing_values`, for the machine to ask the user (runtime/missing_values.py), as is
 a free string or number whose value would have negative log-odds (`ASK_BELOW_PRIOR`). Values
-already given to one property are not offered to the next while others remain. Where the
-leaf's schema refused this frame's earlier arguments for it (`RoutingRequest.refused`), the
-values it refused for a property are off that property's menu (`ValueMenus.refusing`), and an
-answer that would be the same refused call is written again, whole, as free JSON under the
-schema (a deterministic choice would repeat it on every retry).
+already given to one property are not offered to the next while others remain; to an optional
+property never, nor a value the priors' assignment gives another optional one. `NONE` takes
+the calibration's log-odds (`none_bias`: the 1.5B said NONE to values the request states).
+Where the leaf's schema refused this frame's earlier arguments for it
+(`RoutingRequest.refused`), the values it refused for a property are off that property's menu
+(`ValueMenus.refusing`), and an answer that would be the same refused call is written again,
+whole, as free JSON under the schema (a deterministic choice would repeat it on every retry).
 
 With `ArgumentValues.PRIORS` the values are the stable assignment of the priors
 (`assignment.py`: one piece of the request is one value, given to the property it fits best;
@@ -45,7 +47,7 @@ from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import Node
 from stackroute.runtime.usage import Usage
 from stackroute.server.engines.base import Constraint, Engine, SamplingOptions
-from stackroute.server.routing.arguments.assignment import assign_values, clashes
+from stackroute.server.routing.arguments.assignment import Pick, assigned_picks, clashes
 from stackroute.server.routing.arguments.candidates import Candidate, schema_of
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.menus import ValueMenus
@@ -148,7 +150,7 @@ class ArgumentFiller:
         conversation = _Conversation(request, leaf)
         rest: list[str] = []
         by_priors = self.values is ArgumentValues.PRIORS
-        picks = _assigned_picks(read.by_property, required, properties, request.task,
+        picks = assigned_picks(read.by_property, required, properties, request.task,
                                 meaning=self.meaning)
         # where the model chooses, the values the assignment gives optional properties: no
         # other optional property is offered one ("checkout to 2027-09-13" is new_check_out's,
@@ -212,7 +214,7 @@ class ArgumentFiller:
         return filled
 
     def _choose(self, conversation: _Conversation, name: str, found: list[Candidate], *,
-                may_decline: bool, pick: _Pick | None = None,
+                may_decline: bool, pick: Pick | None = None,
                 ) -> tuple[Candidate | None, float | None, Usage, bool]:
         """The chosen candidate (None: NONE), its probability, the cost, and whether the
         engine answered outside the menu (a remote engine may ignore the constraint). With
@@ -313,7 +315,7 @@ def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) ->
     if not typed:
         return COVERAGE_CAP
     read = ValueMenus.read(leaf, task) if menus is None else menus.checked(leaf, task)
-    picks = _assigned_picks(read.by_property, list(read.required), properties, task)
+    picks = assigned_picks(read.by_property, list(read.required), properties, task)
     priors = [p.candidate.prior if (p := picks.get(n)) and p.candidate else COVERAGE_FLOOR
               for n in typed]
     return max(COVERAGE_FLOOR, min(COVERAGE_CAP, min(priors)))
@@ -323,32 +325,7 @@ def _is_object(prop: Mapping[str, Any]) -> bool:
     return prop.get("type") == "object" or "properties" in prop
 
 
-@dataclass(frozen=True)
-class _Pick:
-    candidate: Candidate | None  # None: the optional property stays out
-
-
-def _assigned_picks(menus: Mapping[str, list[Candidate]], required: list[str],
-                    properties: Mapping[str, Any], request: str, *,
-                    meaning: ValueMeaning | None = None) -> dict[str, _Pick]:
-    """Each property's value by the stable assignment of the priors (`assignment.py`):
-    the required properties first, then the optional ones the request supports, from the
-    values left (an optional property never takes a required one's value)."""
-    must = [n for n in required if menus[n]]
-    picks = {n: _Pick(c) for n, c in zip(
-        must, assign_values([menus[n] for n in must], [False] * len(must)), strict=True)}
-    taken = [p.candidate for p in picks.values() if p.candidate is not None]
-    left = {n: [c for c in found if not any(clashes(c, t) for t in taken)]
-            for n, found in menus.items() if n not in required and found}
-    offers = {n: offered(n, properties, found, request, set(), meaning).candidates
-              for n, found in left.items()}
-    may = [n for n, found in offers.items() if found]
-    picks |= {n: _Pick(c) for n, c in zip(
-        may, assign_values([offers[n] for n in may], [True] * len(may)), strict=True)}
-    return picks
-
-
-def _taken(pick: _Pick | None) -> list[Candidate]:
+def _taken(pick: Pick | None) -> list[Candidate]:
     """The value the assignment gives a property, as the candidates it could be asked over."""
     return [] if pick is None or pick.candidate is None else [pick.candidate]
 
