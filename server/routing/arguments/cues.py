@@ -3,6 +3,7 @@ and whether a value stands next to one ("with ID X", "the Sales team")."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Collection, Mapping
@@ -33,6 +34,7 @@ def property_words(name: str, schema: Mapping[str, Any]) -> list[str]:
     return [w for w in split_name(name) if w not in STOPWORDS]
 
 
+@functools.lru_cache(maxsize=4096)  # every property's candidates ask it of every sibling
 def joined_forms(name: str) -> frozenset[str]:
     """The property's name as one word, as a request may write it: each pair of its adjacent
     words joined ("checkout" of new_check_out) and each of its words of five letters or more,

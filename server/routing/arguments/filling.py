@@ -150,11 +150,13 @@ class ArgumentFiller:
         conversation = _Conversation(request, leaf)
         rest: list[str] = []
         by_priors = self.values is ArgumentValues.PRIORS
-        picks = assigned_picks(read.by_property, required, properties, request.task,
-                                meaning=self.meaning)
         # where the model chooses, the values the assignment gives optional properties: no
         # other optional property is offered one ("checkout to 2027-09-13" is new_check_out's,
-        # not new_check_in's, though new_check_in is asked first)
+        # not new_check_in's, though new_check_in is asked first); read only where two optional
+        # properties have candidates to contest (the assignment asks `meaning` of them)
+        contested = sum(1 for n in order if n not in required and read.by_property[n]) > 1
+        picks = assigned_picks(read.by_property, required, properties, request.task,
+                               meaning=self.meaning) if by_priors or contested else {}
         claims = {} if by_priors else {n: p.candidate for n, p in picks.items()
                                        if n not in required and p.candidate is not None}
         used: set[str] = set()
