@@ -22,6 +22,7 @@ from stackroute.server.routing.arguments.candidates import (
     property_words,
     schema_of,
 )
+from stackroute.server.routing.arguments.cues import cue_positions, joined_forms
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
@@ -66,11 +67,11 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     # the 1.5B asked "is it given?" of them said no
     # (a flag only where the request says its name: "drop *off*" sets no `add_gps`)
     said = [c for c in found if c.text not in used and (
-        (c.kind == "boolean" and c.prior > 0 and _says(_name_words(name, prop), request))
+        (c.kind == "boolean" and c.prior > 0 and _says(name, properties, request))
         or (c.kind == "number" and c.prior >= LABEL_PRIOR))]
     if said:
         return Offer(said, may_decline=False)
-    if _supported_by_words(name, prop, found, request, used):
+    if _supported_by_words(name, properties, found, request, used):
         return Offer(found, may_decline=True)
     if meaning is None or "enum" in prop or prop.get("type") in ("array", "boolean"):
         return Offer([], may_decline=True)  # their values are settled by words (lists.py,
@@ -83,15 +84,16 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     return Offer(meaning.matching(name, properties, fresh), may_decline=False)
 
 
-def _supported_by_words(name: str, prop: Mapping[str, Any], found: list[Candidate],
+def _supported_by_words(name: str, properties: Mapping[str, Any], found: list[Candidate],
                         request: str, used: set[str]) -> bool:
+    prop = schema_of(properties[name])
     if "enum" in prop:
         return enum_matched(found)
     if prop.get("type") == "array":  # a list of values of its own kind (lists.py)
         return any(c.kind == "list" and c.prior >= LIST_PRIOR for c in found)
-    words = _name_words(name, prop)
-    if _says(words, request) and any(c.prior > 0 for c in found):
+    if _says(name, properties, request) and any(c.prior > 0 for c in found):
         return True
+    words = _name_words(name, prop)
     if any(names_a_place(words, c, request) and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
@@ -106,6 +108,22 @@ def _name_words(name: str, prop: Mapping[str, Any]) -> list[str]:
     return [w for w in property_words(name, prop) if len(w) >= 3]
 
 
-def _says(words: list[str], request: str) -> bool:
-    lowered = request.lower()
-    return any(w in lowered for w in words)
+def _says(name: str, properties: Mapping[str, Any], request: str) -> bool:
+    """Whether the request names property `name` as a word of its own (`cue_positions`): a
+    word of its name it shares with no sibling (all of them where it shares every one), or
+    that word's plural, or its name as one word ("checkout" of new_check_out) where no
+    sibling's is that word; never inside another word ("age" in "message", "add" in
+    "address") nor in a sibling's name as one word ("checkout" beside new_check_in).
+
+    >>> _says("tag", {"tag": {}}, "Add the tags to the post")
+    True
+    >>> _says("age", {"age": {}}, "Send the message")
+    False
+    """
+    words = _name_words(name, schema_of(properties[name]))
+    shared = {w for s in properties if s != name for w in property_words(s, {})}
+    words = [w for w in words if w not in shared] or words
+    forms = joined_forms(name)
+    theirs = frozenset().union(*(joined_forms(s) for s in properties if s != name))
+    said = words + [w + "s" for w in words if len(w) == 3]  # four letters and more: a stem
+    return bool(cue_positions(request, said, joined=forms - theirs, unless=theirs - forms))
