@@ -51,6 +51,16 @@ LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$25
 # A description that prices in a currency: an amount of money ("$250") is in its unit
 _PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
 _UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+)?([a-z]+)")
+# An amount written with its cents ("25.50", "1,299.00") is money for a property that holds it
+_CENTS = re.compile(r"\d[\d,]*\.\d\d")
+_MONEY_WORDS = frozenset(("amount", "price", "cost", "budget", "salary", "fee", "total",
+                          "revenue", "income", "balance", "payment"))
+# A count of people, said as one ("2 of us", "4 people", "a party of 6"), for a property that
+# counts people (its name, or the unit its description counts in: "Number of travelers")
+_PEOPLE = frozenset(("people", "person", "passenger", "traveler", "traveller", "guest", "adult",
+                     "attendee", "participant", "diner", "pax", "party", "headcount"))
+_OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
+_PARTY_OF = re.compile(r"\b(?:party|group)\s+of\s+$", re.IGNORECASE)
 # A property named for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
@@ -233,8 +243,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     request, blocked = read.text, read.when
     units = _units(schema)
     priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
-    money = any(w in ("amount", "price", "cost", "budget", "salary", "fee", "total", "revenue",
-                      "income", "balance", "payment") for w in words)
+    money = any(w in _MONEY_WORDS for w in words)
+    people = bool(_PEOPLE & ({singular(w) for w in words} | units))
     out = []
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
@@ -247,12 +257,21 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (
             unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
-            number.is_money and priced)  # "$250" for a price in dollars
+            number.is_money and priced) or (  # "$250" for a price in dollars
+            (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
+            people and _counts_people(request, number.span, unit))
         prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
     return out
+
+
+def _counts_people(request: str, span: tuple[int, int], unit: re.Match[str] | None) -> bool:
+    """Whether the number at `span` counts people: "2 of us", "4 people", "a party of 6"."""
+    return (unit is not None and singular(unit[1].lower()) in _PEOPLE) \
+        or _OF_US.match(request, span[1]) is not None \
+        or _PARTY_OF.search(request[:span[0]]) is not None
 
 
 def _string_candidates(schema: Mapping[str, Any], read: RequestText,

@@ -233,6 +233,41 @@ def test_an_amount_of_money_is_labelled_for_a_property_priced_in_a_currency(
     assert (next(c for c in found if c.value == 250).prior >= 2.0) is labelled
 
 
+@pytest.mark.parametrize(("name", "schema", "request_text", "labelled"), [
+    # an amount written with its cents is money, for a property that holds money
+    ("amount", {"type": "number", "description": "Amount to refund"},
+     "Refund 25.50 on order ORD-7781", True),
+    ("price", {"type": "number"}, "List the lamp at 1,299.00 today", True),
+    # not for a property that holds no money, nor a number without cents
+    ("weight", {"type": "number"}, "Ship 25.50 of it on order ORD-7781", False),
+    ("amount", {"type": "number"}, "Refund 25.5 on order ORD-7781", False),
+])
+def test_a_number_with_cents_is_labelled_for_a_property_of_money(
+        name: str, schema: dict[str, Any], request_text: str, labelled: bool) -> None:
+    """An unseen shop: "Refund 25.50 on order ORD-7781" left the optional `amount` out."""
+    found = [c for c in candidates(name, schema, request_text) if c.kind == "number"]
+    assert (found[0].prior >= 2.0) is labelled
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text", "labelled"), [
+    ("passengers", {"type": "integer", "description": "Number of travelers"},
+     "Flights from SFO to JFK on May 3, 2 of us, business class", True),
+    ("passengers", {"type": "integer"}, "Flights to JFK for 3 people on 2027-05-03", True),
+    ("guests", {"type": "integer"}, "A table for a party of 6 at 7pm", True),
+    ("party_size", {"type": "integer", "description": "How many guests"},
+     "Book Nopa, 4 of us", True),
+    # a count of people for a property that counts no people, or a number that counts none
+    ("nights", {"type": "integer"}, "A room in Austin, 2 of us", False),
+    ("passengers", {"type": "integer"}, "Flights to JFK on 2027-05-03 with 2 bags", False),
+])
+def test_a_count_of_people_is_labelled_for_a_property_that_counts_people(
+        name: str, schema: dict[str, Any], request_text: str, labelled: bool) -> None:
+    """An unseen travel desk: "2 of us" left the optional `passengers` out."""
+    found = [c for c in candidates(name, schema, request_text)
+             if c.kind == "number" and c.value in (2, 3, 4, 6)]
+    assert (found[0].prior >= 2.0) is labelled
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
