@@ -17,6 +17,7 @@ from typing import Any
 from stackroute.runtime.schemas import value_checker
 from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.countries import country_candidates
 from stackroute.server.routing.arguments.cues import (
     STOPWORDS,
     joined_forms,
@@ -114,13 +115,15 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     cues = label_positions(text, [w for w in words if w not in shared] or words, words,
                            joined=forms - theirs, unless=theirs - forms)
     if "enum" in schema:
-        found = _enum_candidates(schema["enum"], text)
+        found = _enum_candidates(schema["enum"], text) \
+            + country_candidates(name, schema, text, prior=TYPED_PRIOR)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
         found = _number_candidates(kind, read, cues, words, schema)
     elif kind in ("string", None):
-        found = _string_candidates(schema, read, cues, words, topic)
+        found = country_candidates(name, schema, text, prior=TYPED_PRIOR) \
+            + _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
         found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
                                 element=candidates)
