@@ -34,6 +34,15 @@ _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave"
 _WORD = re.compile(r"[a-z']+|[.,;:!?]")
 _LINKING = frozenset(("is", "are", "was", "were", "been", "be"))
 _QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "required"))
+# A flag that gives notice (`notify_customer`, `send_notification`): the request may ask for it
+# in other words, "let the customer know", "text the patient", "inform", "email everyone"; where
+# the flag names whom it tells, those words must tell them
+_NOTICE_WORDS = frozenset(("notify", "notification", "notifications", "inform", "alert",
+                           "alerts", "send"))
+_NOTICE = re.compile(r"\b(?:(?P<verb>notify|inform|alert)|(?P<medium>tell|text|e-?mail|message|"
+                     r"sms|call)|let\s+(?P<whom>(?:[\w']+\s+){1,3}?)know)\b")
+_EVERYONE = frozenset(("everyone", "everybody", "them", "him", "her", "me", "us", "all",
+                       "the", "attendees", "participants", "guests"))
 
 
 def boolean_candidates(request: str, cues: list[tuple[int, int]],
@@ -41,12 +50,13 @@ def boolean_candidates(request: str, cues: list[tuple[int, int]],
     """`true` and `false`, the value the request's words say for this property (the strong
     word nearest before one of its `cues`, else the first) at prior POLARITY_PRIOR; with no
     such word, `true` at NAMED_PRIOR where the request says the property's `words` (its name),
-    in order."""
+    in order, or asks for the notice it gives in other words ("let the customer know")."""
     found = _polarities(request)
     strong = [(start, value) for start, value, is_strong in found if is_strong]
     pool = strong or [(start, value) for start, value, _ in found]
     if not pool:
-        named = NAMED_PRIOR if _says_name(request, words) else 0.0
+        named = NAMED_PRIOR if _says_name(request, words) or _gives_notice(request, words) \
+            else 0.0
         return [Candidate(True, "true", "boolean", named), Candidate(False, "false", "boolean")]
     if cues:
         _, value = min(pool, key=lambda p: min(_reach(p[0], a) for a, _ in cues))
@@ -68,6 +78,30 @@ def _says_name(request: str, words: Sequence[str]) -> bool:
     return n > 0 and any(all(s == w or (len(w) >= 4 and s[:4] == w[:4])
                              for s, w in zip(said[k:k + n], words, strict=True))
                          for k in range(len(said) - n + 1))
+
+
+def _gives_notice(request: str, words: Sequence[str]) -> bool:
+    """Whether the request asks for the notice a flag named `words` gives, in other words:
+    "let the customer know", "text the patient", "inform the customer" (whom the flag names
+    among the three words after), or for a flag that names no one, "notify", "inform", "let
+    them know", "email everyone".
+
+    >>> _gives_notice("Cancel it and let the customer know", ["notify", "customer"])
+    True
+    >>> _gives_notice("Cancel it and let the warehouse know", ["notify", "customer"])
+    False
+    """
+    if not _NOTICE_WORDS & set(words):
+        return False
+    whom = [w for w in words if w not in _NOTICE_WORDS]
+    for match in _NOTICE.finditer(request.lower()):
+        told = (match["whom"] or "").split() or request.lower()[match.end():].split()[:3]
+        if whom:
+            if any(t[:4] == w[:4] for t in told for w in whom):
+                return True
+        elif match["verb"] or match["whom"] or (told and told[0] in _EVERYONE):
+            return True
+    return False
 
 
 def _reach(word: int, cue: int) -> int:

@@ -51,6 +51,23 @@ def test_no_yes_or_no_word_leaves_the_choice_open(request_text: str) -> None:
     assert {c.prior for c in found} == {0.0}
 
 
+@pytest.mark.parametrize(("name", "request_text", "named"), [
+    # an unseen shop's and clinic's: the request tells the one to tell, in other words
+    ("notify_customer", "Cancel order ORD-5540 and let the customer know", True),
+    ("notify_patient", "Cancel APT-771455 and text the patient to let them know", True),
+    ("send_notification", "Reschedule it and email everyone about it", True),
+    ("notify_customer", "Cancel order ORD-5540 and inform the customer", True),
+    ("notify_customer", "Cancel order ORD-5540", False),
+    # whom it tells is the flag's: telling another is no notice to this one
+    ("notify_customer", "Cancel order ORD-5540 and let the warehouse know", False),
+    ("notify_patient", "Text me when the lab results are in", False),
+])
+def test_a_notice_said_in_other_words_sets_a_notify_flag(
+        name: str, request_text: str, named: bool) -> None:
+    found = candidates(name, BOOLEAN, request_text)
+    assert (found[0].value is True and found[0].prior > 0) is named
+
+
 def test_the_strong_word_nearest_the_property_counts() -> None:
     text = "Enable the alarm and disable the lights"
     assert best("alarm", BOOLEAN, text) is True
