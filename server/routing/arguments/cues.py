@@ -24,6 +24,8 @@ LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
 # a place preposition between a property's name and a name after it: the name says where
 # ("a facial treatment at Tranquil Wellness Center", "jobs in Berlin"), not the value
 _WHERE = frozenset(("at", "in", "near", "from", "within", "around", "inside"))
+# a sentence's end between a label and a value (not an abbreviation's period: "ID no. 5")
+_SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z])|[!?;]")
 # words between a property's name and its value: "named X", "ID no. 5", "located at /a/b"
 _CONNECTORS = frozenset(("is", "named", "called", "id", "number", "no", "#", "located", "found",
                          "stored", "hosted", "saved", "available"))
@@ -117,6 +119,8 @@ def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
                 request[span[1]:start].strip(" \"'“”‘’").lower()):
             return True
         if end <= span[0]:
+            if _SENTENCE_END.search(request[end:span[0] + 1]):
+                continue  # "make it roth. E-83310": a label ends with its sentence
             between = request[end:span[0]].lower().split()
             between = [w.strip(".,:;\"'()[]") for w in between]
             if between and between[-1] in _WHERE and request[span[0]].isupper():

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.cues import STOPWORDS
 
 POLARITY_PRIOR = 2.0
 NAMED_PRIOR = 1.0  # a flag the request names with no yes/no word: set, less surely
@@ -70,9 +71,12 @@ def boolean_candidates(request: str, cues: list[tuple[int, int]],
 def _says_name(request: str, words: Sequence[str]) -> bool:
     """Whether the request's words hold `words` one after another, each whole or (four
     letters or more) by its first four ("forced" says `force`; "run" alone is no `dry_run`),
-    a linking verb allowed between two ("receipt *is* attached"); a qualifier of the name
+    a linking verb or a function word allowed between two ("receipt *is* attached", "eligible
+    *for* rehire"); a qualifier of the name
     ("only" of `nonstop_only`) need not be said where another word is."""
-    said = [w for w in re.findall(r"[a-z]+", request.lower()) if w not in _LINKING]
+    said = [w for w in re.findall(r"[a-z]+", request.lower())
+            if w not in _LINKING and w not in STOPWORDS]  # as the name's words: "eligible for
+    #                                                        rehire" says eligible_for_rehire
     words = [w for w in words if w not in _QUALIFIERS] or list(words)
     n = len(words)
     return n > 0 and any(all(s == w or (len(w) >= 4 and s[:4] == w[:4])

@@ -38,6 +38,18 @@ def test_a_value_labelled_with_a_siblings_name_is_held_back() -> None:
     assert alone["Facebook"] == held["Facebook"]
 
 
+def test_a_label_does_not_reach_into_the_next_sentence() -> None:
+    # a held-out HR desk: "make it roth. E-83310" held the employee's id back as the `roth`
+    # flag's value, so the id was asked for
+    request = "can u up my 401k to 8%? make it roth. E-83310"
+    found = candidates("employee_id", {"type": "string", "pattern": "^E-[0-9]{5}$"}, request,
+                       siblings=("contribution_percent", "roth"))
+    assert [c.text for c in found] == ["E-83310"] and found[0].prior > 0
+    # a label's own abbreviation is no sentence end: "ID no. 5"
+    found = candidates("record_id", {"type": "integer"}, "Open the record no. 5 today")
+    assert found[0].value == 5 and found[0].prior >= 2.0
+
+
 def test_a_span_holding_a_siblings_name_is_that_values_label_not_a_value() -> None:
     # dev, stripped (bench missing-values): with its environment cut out, the request's
     # "version" (the label of the version that follows) became the environment

@@ -68,6 +68,18 @@ def test_a_notice_said_in_other_words_sets_a_notify_flag(
     assert (found[0].value is True and found[0].prior > 0) is named
 
 
+@pytest.mark.parametrize(("name", "request_text", "named"), [
+    # a held-out HR desk: "eligible for rehire" said `eligible_for_rehire` with its "for"
+    ("eligible_for_rehire", "their last day is June 30 and they're eligible for rehire", True),
+    ("eligible_for_rehire", "their last day is June 30; they're eligible", False),
+    ("is_remote", "a role that is remote", True),
+])
+def test_a_flag_is_named_with_the_function_words_of_its_name_between(
+        name: str, request_text: str, named: bool) -> None:
+    found = candidates(name, BOOLEAN, request_text)
+    assert (found[0].value is True and found[0].prior > 0) is named
+
+
 def test_the_strong_word_nearest_the_property_counts() -> None:
     text = "Enable the alarm and disable the lights"
     assert best("alarm", BOOLEAN, text) is True
