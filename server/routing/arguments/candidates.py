@@ -25,6 +25,7 @@ from stackroute.server.routing.arguments.cues import (
     near,
     property_words,
 )
+from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.polarity import boolean_candidates
@@ -123,6 +124,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
         found = _number_candidates(kind, read, cues, words, schema)
     elif kind in ("string", None):
         found = country_candidates(name, schema, text, prior=TYPED_PRIOR) \
+            + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
             + _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
         found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
@@ -330,8 +332,25 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                       lit.span) for lit in read.literals]
     out += spans(read, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
-        out = [c for c in out if _matches(pattern, c.text)]
+        out = [c for c in out if _matches(pattern, c.text)] + _grouped(out, pattern)
     return out
+
+
+def _grouped(found: list[Candidate], pattern: str) -> list[Candidate]:
+    """A value written in groups, each with a digit ("DE89 3704 0044 0532 0130 00", "4111 1111
+    1111 1111"), that the property's pattern takes only without its spaces: written to be
+    copied, at LITERAL_PRIOR, as the pattern takes it (the longest such run)."""
+    out = []
+    for c in found:
+        groups = c.text.split(" ")
+        if c.kind in ("span", "id") and len(groups) > 1 and not _matches(pattern, c.text) \
+                and all(g.isalnum() and any(ch.isdigit() for ch in g) for g in groups):
+            joined = "".join(groups)
+            if _matches(pattern, joined):
+                out.append(Candidate(joined, joined, "id", LITERAL_PRIOR, c.span))
+    # the whole value, not its first groups ("DE89 3704 0044 0532" of an IBAN)
+    return [c for c in out if not any(o.span != c.span and o.span[0] <= c.span[0]
+                                      and c.span[1] <= o.span[1] for o in out)]
 
 
 def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:

@@ -268,6 +268,27 @@ def test_a_count_of_people_is_labelled_for_a_property_that_counts_people(
     assert (found[0].prior >= 2.0) is labelled
 
 
+@pytest.mark.parametrize(("schema", "request_text", "value"), [
+    # a held-out HR desk: an IBAN written in groups of four was refused by its pattern and asked
+    ({"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$"},
+     "new bank acct: IBAN DE89 3704 0044 0532 0130 00, holder Lena Brandt",
+     "DE89370400440532013000"),
+    ({"type": "string", "pattern": "^[0-9]{16}$"}, "charge card 4111 1111 1111 1111 now",
+     "4111111111111111"),
+])
+def test_a_value_written_in_groups_is_taken_as_its_pattern_takes_it(
+        schema: dict[str, Any], request_text: str, value: str) -> None:
+    found = candidates("account", schema, request_text)
+    assert found[0].value == value and found[0].prior >= 3.0
+
+
+def test_words_in_groups_are_not_joined_into_a_value() -> None:
+    # a pattern that takes letters and digits joins no words: "Lena Brandt" is no "LenaBrandt"
+    found = candidates("code", {"type": "string", "pattern": "^[A-Za-z0-9]+$"},
+                       "holder Lena Brandt 2027 today")
+    assert not {"LenaBrandt", "Brandt2027"} & {c.text for c in found}
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
