@@ -88,7 +88,7 @@ def _gives_notice(request: str, words: Sequence[str]) -> bool:
     """Whether the request asks for the notice a flag named `words` gives, in other words:
     "let the customer know", "text the patient", "inform the customer" (whom the flag names
     among the three words after), or for a flag that names no one, "notify", "inform", "let
-    them know", "email everyone".
+    them know", "email everyone"; or by its name, "send the notification email".
 
     >>> _gives_notice("Cancel it and let the customer know", ["notify", "customer"])
     True
@@ -98,6 +98,8 @@ def _gives_notice(request: str, words: Sequence[str]) -> bool:
     if not _NOTICE_WORDS & set(words):
         return False
     whom = [w for w in words if w not in _NOTICE_WORDS]
+    if re.search(r"\bnotifications?\b", request.lower()):
+        return True  # the notice asked for by name, whom it tells left to the flag
     for match in _NOTICE.finditer(request.lower()):
         told = (match["whom"] or "").split() or request.lower()[match.end():].split()[:3]
         if whom:

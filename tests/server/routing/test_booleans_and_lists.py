@@ -61,6 +61,9 @@ def test_no_yes_or_no_word_leaves_the_choice_open(request_text: str) -> None:
     # whom it tells is the flag's: telling another is no notice to this one
     ("notify_customer", "Cancel order ORD-5540 and let the warehouse know", False),
     ("notify_patient", "Text me when the lab results are in", False),
+    # the notice asked for by name, whom it tells left to the flag: the held-out HR desk's
+    ("notify_candidate", "move them to rejected and send the notification email", True),
+    ("notify_candidate", "move them to rejected, no notification", False),
 ])
 def test_a_notice_said_in_other_words_sets_a_notify_flag(
         name: str, request_text: str, named: bool) -> None:
