@@ -64,20 +64,13 @@ def test_no_yes_or_no_word_leaves_the_choice_open(request_text: str) -> None:
     # the notice asked for by name, whom it tells left to the flag: the held-out HR desk's
     ("notify_candidate", "move them to rejected and send the notification email", True),
     ("notify_candidate", "move them to rejected, no notification", False),
-])
-def test_a_notice_said_in_other_words_sets_a_notify_flag(
-        name: str, request_text: str, named: bool) -> None:
-    found = candidates(name, BOOLEAN, request_text)
-    assert (found[0].value is True and found[0].prior > 0) is named
-
-
-@pytest.mark.parametrize(("name", "request_text", "named"), [
-    # a held-out HR desk: "eligible for rehire" said `eligible_for_rehire` with its "for"
+    # a flag's name with the function words of its name between: the held-out HR desk's
+    # "eligible for rehire" for `eligible_for_rehire`
     ("eligible_for_rehire", "their last day is June 30 and they're eligible for rehire", True),
     ("eligible_for_rehire", "their last day is June 30; they're eligible", False),
     ("is_remote", "a role that is remote", True),
 ])
-def test_a_flag_is_named_with_the_function_words_of_its_name_between(
+def test_a_flag_said_in_other_words_is_set(
         name: str, request_text: str, named: bool) -> None:
     found = candidates(name, BOOLEAN, request_text)
     assert (found[0].value is True and found[0].prior > 0) is named
