@@ -254,7 +254,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     money = any(w in _MONEY_WORDS for w in words)
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
     # the low or the high end of a range ("140k-165k" for `salary_min`, `salary_max`)
-    end = 1 if _LOW_WORDS & set(words) else 2 if _HIGH_WORDS & set(words) else 0
+    range_end = 1 if _LOW_WORDS & set(words) else 2 if _HIGH_WORDS & set(words) else 0
     out = []
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
@@ -270,7 +270,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             number.is_money and priced) or (  # "$250" for a price in dollars
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
             people and _counts_people(request, number.span, unit)) or (
-            end > 0 and number.range_part == end)
+            range_end > 0 and number.range_part == range_end)
         prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)

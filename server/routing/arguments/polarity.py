@@ -41,9 +41,11 @@ _QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "re
 _NOTICE_WORDS = frozenset(("notify", "notification", "notifications", "inform", "alert",
                            "alerts", "send"))
 _NOTICE = re.compile(r"\b(?:(?P<verb>notify|inform|alert)|(?P<medium>tell|text|e-?mail|message|"
-                     r"sms|call)|let\s+(?P<whom>(?:[\w']+\s+){1,3}?)know)\b")
+                     r"sms)|let\s+(?P<whom>(?:[\w']+\s+){1,3}?)know)\b")
+# whom a medium's verb tells where the flag names no one ("email everyone"; not "email the
+# report")
 _EVERYONE = frozenset(("everyone", "everybody", "them", "him", "her", "me", "us", "all",
-                       "the", "attendees", "participants", "guests"))
+                       "attendees", "participants", "guests"))
 
 
 def boolean_candidates(request: str, cues: list[tuple[int, int]],
