@@ -23,12 +23,14 @@ from stackroute.server.routing.arguments.cues import (
     joined_forms,
     label_positions,
     near,
+    own_naming,
     property_words,
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms
 from stackroute.server.routing.arguments.durations import duration_candidates, time_unit
 from stackroute.server.routing.arguments.lists import list_candidates
+from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import NO_LEAF_WORDS, LeafWords, spans, topic_words
@@ -49,7 +51,6 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 # An age said the ways one is said, around its number: "49-year-old", "49 years old", "aged 49"
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
-_UNIT = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
 LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$250" in dollars)
 # A description that prices in a currency: an amount of money ("$250") is in its unit
 _PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
@@ -111,13 +112,12 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     text = read.text
     kind = schema.get("type")
     words = property_words(name, schema)
-    shared = {w for s in siblings for w in property_words(s, {})}
-    # a word the siblings share ("number" of policy_number and flight_number) labels neither
-    # the name written as one word ("checkout" of new_check_out), where no sibling's is
+    # a word the siblings share ("number" of policy_number and flight_number) labels neither;
+    # the name written as one word ("checkout" of new_check_out) does, where no sibling's is
+    naming = own_naming(name, words, siblings)
     forms = joined_forms(name)
-    theirs = frozenset().union(*(joined_forms(s) for s in siblings))
-    cues = label_positions(text, [w for w in words if w not in shared] or words, words,
-                           joined=forms - theirs, unless=theirs - forms)
+    cues = label_positions(text, naming.words, words, joined=naming.joined,
+                           unless=naming.unless)
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], text) \
             + country_candidates(name, schema, text, prior=TYPED_PRIOR)
@@ -262,7 +262,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         value = number.value
         if kind == "integer" and isinstance(value, float):
             continue
-        unit = _UNIT.match(request, number.span[1])
+        unit = UNIT_AFTER.match(request, number.span[1])
         labelled = near(number.span, cues, request, before=True) or ("age" in words and (
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (

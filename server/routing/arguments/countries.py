@@ -75,17 +75,30 @@ def code_length(name: str, schema: Mapping[str, Any]) -> int | None:
     said = set(split_name(name)) | set(split_name(str(schema.get("description", ""))))
     if not said & _COUNTRY_WORDS:
         return None
-    pattern = re.fullmatch(r"\^?\[A-Z\]\{([23])\}\$?", str(schema.get("pattern", "")))
-    if pattern is not None:
-        return int(pattern[1])
-    if schema.get("minLength") == schema.get("maxLength") in (2, 3):
-        return int(schema["maxLength"])
+    length = capitals_length(schema)
+    if length in (2, 3):
+        return length
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
         for length in (2, 3):
             if all(len(v) == length and v.isupper() for v in enum):
                 return length
     return None
+
+
+def capitals_length(schema: Mapping[str, Any]) -> int | None:
+    """How many capital letters the schema takes as a code: `^[A-Z]{n}$`, or a string of
+    exactly n characters; None otherwise (countries' and currencies' codes).
+
+    >>> capitals_length({"pattern": "^[A-Z]{3}$"}), capitals_length({"minLength": 2,
+    ...                                                               "maxLength": 2})
+    (3, 2)
+    """
+    pattern = re.fullmatch(r"\^?\[A-Z\]\{(\d)\}\$?", str(schema.get("pattern", "")))
+    if pattern is not None:
+        return int(pattern[1])
+    length = schema.get("maxLength")
+    return length if isinstance(length, int) and schema.get("minLength") == length else None
 
 
 def holds_whose(name: str) -> bool:

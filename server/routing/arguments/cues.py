@@ -7,7 +7,7 @@ import functools
 import itertools
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from stackroute.server.embeddings.words import split_name
 
@@ -48,6 +48,26 @@ def joined_forms(name: str) -> frozenset[str]:
     parts = split_name(name)
     return frozenset({a + b for a, b in itertools.pairwise(parts) if len(a + b) >= 5}
                      | {p for p in parts if len(p) >= 5})
+
+
+class Naming(NamedTuple):
+    """How a request names one property among its siblings (`cue_positions`' arguments)."""
+
+    words: list[str]  # its words no sibling shares (all of them where it shares every one)
+    joined: frozenset[str]  # its name as one word, where no sibling's is that word
+    unless: frozenset[str]  # a sibling's name as one word, where this one's is not
+
+
+def own_naming(name: str, words: list[str], siblings: Collection[str]) -> Naming:
+    """The words and one-word forms that name property `name` (its `words`) and no sibling.
+
+    >>> own_naming("new_check_out", ["new", "check", "out"], ["new_check_in"]).joined
+    frozenset({'checkout'})
+    """
+    shared = {w for s in siblings for w in property_words(s, {})}
+    forms = joined_forms(name)
+    theirs = frozenset().union(*(joined_forms(s) for s in siblings))
+    return Naming([w for w in words if w not in shared] or words, forms - theirs, theirs - forms)
 
 
 def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (),

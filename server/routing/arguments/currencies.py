@@ -17,6 +17,7 @@ from typing import Any
 import pycountry
 from stackroute.server.embeddings.words import split_name
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.countries import capitals_length
 
 _CODE = re.compile(r"(?<![\w-])[A-Z]{3}(?![\w-])")
 
@@ -27,8 +28,7 @@ def wants_code(name: str, schema: Mapping[str, Any]) -> bool:
     described = str(schema.get("description", ""))
     if "currency" not in split_name(name) + split_name(described) or "enum" in schema:
         return False
-    return bool(re.fullmatch(r"\^?\[A-Z\]\{3\}\$?", str(schema.get("pattern", "")))) \
-        or schema.get("minLength") == schema.get("maxLength") == 3 or "4217" in described
+    return capitals_length(schema) == 3 or "4217" in described
 
 
 def currency_candidates(name: str, schema: Mapping[str, Any], text: str, *,

@@ -13,12 +13,12 @@ from collections.abc import Collection
 
 from stackroute.server.embeddings.words import singular
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.request_text import RequestText
 
 _SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 _SHORT = {"sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour",
           "hrs": "hour"}
-_UNIT_AFTER = re.compile(r"\s*-?\s*([A-Za-z]+)")
 # "a second" is as often the ordinal ("a second reminder"): not a duration in words
 _IN_WORDS = re.compile(r"\b(?:(?P<half>half\s+an?)|an?|one)\s+(?P<unit>minute|hour|day|week)\b",
                        re.IGNORECASE)
@@ -50,7 +50,7 @@ def duration_candidates(read: RequestText, unit: str, *, is_integer: bool,
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in read.when):
             continue  # a date's or a clock time's digits
-        after = _UNIT_AFTER.match(text, number.span[1])
+        after = UNIT_AFTER.match(text, number.span[1])
         given = _unit(after[1]) if after else None
         if after and given is not None and given != unit:
             found.append((number.value * _SECONDS[given] / _SECONDS[unit],

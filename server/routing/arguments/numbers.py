@@ -35,6 +35,7 @@ _RANGE = re.compile(rf"(?<![\w.\-/:^])(?P<low>{_END})\s?[-–]\s?(?P<high>{_END}
 _TO = re.compile(r"\s*(?:[-–]|to|through)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
+UNIT_AFTER = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
 _WORDS = re.compile(r"\b(" + "|".join(_SMALL_WORDS) + r")\b", re.IGNORECASE)
 
 

@@ -33,7 +33,6 @@ _WEAK = {"include": True, "including": True, "no": False, "not": False,
 _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave", "flip",
                        "power", "shut"))
 _WORD = re.compile(r"[a-z']+|[.,;:!?]")
-_LINKING = frozenset(("is", "are", "was", "were", "been", "be"))
 _QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "required"))
 # A flag that gives notice (`notify_customer`, `send_notification`): the request may ask for it
 # in other words, "let the customer know", "text the patient", "inform", "email everyone"; where
@@ -77,7 +76,7 @@ def _says_name(request: str, words: Sequence[str]) -> bool:
     *for* rehire"); a qualifier of the name
     ("only" of `nonstop_only`) need not be said where another word is."""
     said = [w for w in re.findall(r"[a-z]+", request.lower())
-            if w not in _LINKING and w not in STOPWORDS]  # as the name's words: "eligible for
+            if w not in STOPWORDS]  # as the name's words: "eligible for
     #                                                        rehire" says eligible_for_rehire
     words = [w for w in words if w not in _QUALIFIERS] or list(words)
     n = len(words)

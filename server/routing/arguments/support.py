@@ -22,7 +22,7 @@ from stackroute.server.routing.arguments.candidates import (
     property_words,
     schema_of,
 )
-from stackroute.server.routing.arguments.cues import cue_positions, joined_forms
+from stackroute.server.routing.arguments.cues import cue_positions, own_naming
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.spans import names_a_place
@@ -122,10 +122,7 @@ def _says(name: str, properties: Mapping[str, Any], request: str) -> bool:
     >>> _says("age", {"age": {}}, "Send the message")
     False
     """
-    words = _name_words(name, schema_of(properties[name]))
-    shared = {w for s in properties if s != name for w in property_words(s, {})}
-    words = [w for w in words if w not in shared] or words
-    forms = joined_forms(name)
-    theirs = frozenset().union(*(joined_forms(s) for s in properties if s != name))
-    said = words + [w + "s" for w in words if len(w) == 3]  # four letters and more: a stem
-    return bool(cue_positions(request, said, joined=forms - theirs, unless=theirs - forms))
+    naming = own_naming(name, _name_words(name, schema_of(properties[name])),
+                        [s for s in properties if s != name])
+    said = naming.words + [w + "s" for w in naming.words if len(w) == 3]  # longer: a stem
+    return bool(cue_positions(request, said, joined=naming.joined, unless=naming.unless))
