@@ -31,6 +31,7 @@ from stackroute.server.routing.arguments.dates import date_forms, time_forms
 from stackroute.server.routing.arguments.durations import duration_candidates, time_unit
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
+from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import NO_LEAF_WORDS, LeafWords, spans, topic_words
@@ -63,8 +64,8 @@ _MONEY_WORDS = frozenset(("amount", "price", "cost", "budget", "salary", "fee", 
 # counts people (its name, or the unit its description counts in: "Number of travelers")
 _PEOPLE = frozenset(("people", "person", "passenger", "traveler", "traveller", "guest", "adult",
                      "attendee", "participant", "diner", "pax", "party", "headcount"))
-_LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "start"))
-_HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end"))
+_LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "start", "earliest"))
+_HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end", "latest"))
 _OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
 _PARTY_OF = re.compile(r"\b(?:party|group)\s+of\s+$", re.IGNORECASE)
 # A property named for a date or a time: the one a date or a time may be labelled for
@@ -120,7 +121,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
                            unless=naming.unless)
     if "enum" in schema:
         found = _enum_candidates(schema["enum"], text) \
-            + country_candidates(name, schema, text, prior=TYPED_PRIOR)
+            + country_candidates(name, schema, text, prior=TYPED_PRIOR) \
+            + currency_candidates(name, schema, text, prior=TYPED_PRIOR)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
@@ -253,8 +255,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
     money = any(w in _MONEY_WORDS for w in words)
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
-    # the low or the high end of a range ("140k-165k" for `salary_min`, `salary_max`)
-    range_end = 1 if _LOW_WORDS & set(words) else 2 if _HIGH_WORDS & set(words) else 0
+    end = range_end(words)  # "140k-165k" for `salary_min`, `salary_max`
     out = []
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
@@ -270,7 +271,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             number.is_money and priced) or (  # "$250" for a price in dollars
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
             people and _counts_people(request, number.span, unit)) or (
-            range_end > 0 and number.range_part == range_end)
+            end > 0 and number.range_part == end)
         prior = LABEL_PRIOR if labelled else 0.0
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
@@ -279,6 +280,20 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     if unit is not None:  # "an hour", "2 hours" for a property counting minutes
         out += duration_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)
     return out
+
+
+def range_end(words: list[str]) -> int:
+    """Which end of a range a property holds, by its words: 1 the low or the start
+    (`salary_min`, `window_start`), 2 the high or the end (`maximum_price`, `window_end`), 0
+    neither."""
+    return 1 if _LOW_WORDS & set(words) else 2 if _HIGH_WORDS & set(words) else 0
+
+
+def _is_clock(pattern: str) -> bool:
+    """Whether a pattern writes a clock time (HH:MM): it takes "09:30" and "23:59" and
+    refuses "0930" and a word."""
+    return all(matches(pattern, t) for t in ("09:30", "23:59")) \
+        and not any(matches(pattern, t) for t in ("0930", "abc"))
 
 
 def _counts_people(request: str, span: tuple[int, int], unit: re.Match[str] | None) -> bool:
@@ -310,11 +325,16 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
             # the date its property's name labels ("checkout to 2027-09-13") over another
             labelled = DATE_LABEL_BONUS if near(found.span, cues, request, before=True) else 0.0
             out += [Candidate(f, f, "date", prior + labelled, found.span) for f in forms]
-    if fmt in ("time", "date-time") or any(w in described for w in _TIME_WORDS):
-        # a property named for a time ("time_period") takes a clock time as its own kind
-        prior = TYPED_PRIOR if fmt in ("time", "date-time") or "time" in words else 2.0
+    clock = bool(pattern) and _is_clock(pattern)
+    if fmt in ("time", "date-time") or clock or any(w in described for w in _TIME_WORDS):
+        # a property named for a time ("time_period") or written as one (HH:MM) takes a clock
+        # time as its own kind; the start or the end of a range, the property of that end
+        prior = TYPED_PRIOR if fmt in ("time", "date-time") or "time" in words or clock \
+            else 2.0
+        end = range_end(words)
         for found_time in read.times:
-            out += [Candidate(f, f, "time", prior, found_time.span)
+            labelled = DATE_LABEL_BONUS if end and found_time.range_part == end else 0.0
+            out += [Candidate(f, f, "time", prior + labelled, found_time.span)
                     for f in time_forms(found_time, schema_format=fmt)]
     if "language" in words or "lang" in words:
         out += [Candidate(m[0], m[0], "language", TYPED_PRIOR, m.span())
@@ -323,7 +343,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         for m in _PHONE.finditer(request):
             written = m[0].strip()
             # as written, or its digits alone (a "+" kept) where the pattern refuses it so
-            form = written if not pattern or _matches(pattern, written) else \
+            form = written if not pattern or matches(pattern, written) else \
                 ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
             out.append(Candidate(form, form, "phone", TYPED_PRIOR))
     if fmt in WHEN_FORMATS or fmt == "email":
@@ -341,25 +361,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                       lit.span) for lit in read.literals]
     out += spans(read, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
-        out = [c for c in out if _matches(pattern, c.text)] + _grouped(out, pattern)
+        out = [c for c in out if matches(pattern, c.text)] \
+            + pattern_forms(out, pattern, prior=LITERAL_PRIOR)
     return out
-
-
-def _grouped(found: list[Candidate], pattern: str) -> list[Candidate]:
-    """A value written in groups, each with a digit ("DE89 3704 0044 0532 0130 00", "4111 1111
-    1111 1111"), that the property's pattern takes only without its spaces: written to be
-    copied, at LITERAL_PRIOR, as the pattern takes it (the longest such run)."""
-    out = []
-    for c in found:
-        groups = c.text.split(" ")
-        if c.kind in ("span", "id") and len(groups) > 1 and not _matches(pattern, c.text) \
-                and all(g.isalnum() and any(ch.isdigit() for ch in g) for g in groups):
-            joined = "".join(groups)
-            if _matches(pattern, joined):
-                out.append(Candidate(joined, joined, "id", LITERAL_PRIOR, c.span))
-    # the whole value, not its first groups ("DE89 3704 0044 0532" of an IBAN)
-    return [c for c in out if not any(o.span != c.span and o.span[0] <= c.span[0]
-                                      and c.span[1] <= o.span[1] for o in out)]
 
 
 def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
@@ -375,10 +379,3 @@ def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:
     if whole != text and is_open and len(text.split()) > 1:
         out.insert(0, Candidate(whole, whole, "quoted", prior + 0.5, match.span()))
     return out
-
-
-def _matches(pattern: str, text: str) -> bool:
-    try:
-        return re.search(pattern, text) is not None
-    except re.error:
-        return True

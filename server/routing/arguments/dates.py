@@ -2,8 +2,10 @@
 
 >>> [d.iso for d in find_dates("from November 25, 2013, to 7 Jan 2006 and 2024-03-05")]
 ['2013-11-25', '2006-01-07', '2024-03-05']
->>> [t.iso for t in find_times("between 13:31 and 9am, or 3:45 pm")]
+>>> [t.iso for t in find_times("at 13:31 and 9am, or 3:45 pm")]
 ['13:31', '09:00', '15:45']
+>>> [(t.iso, t.range_part) for t in find_times("open 1-4pm")]
+[('13:00', 1), ('16:00', 2)]
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ _DAY_ALONE = re.compile(r"\bthe\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?!\s*(?:of\
 _RANGE_JOIN = re.compile(r",?\s*(?:-|–|—|to|and|through|thru|until|till)\s*", re.IGNORECASE)
 _TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<second>[0-5]\d))?"
                    r"\s*(?P<half>am|pm|a\.m\.|p\.m\.)?(?![\w:])", re.IGNORECASE)
+# Between the two ends of a time range ("9:30 *to* 11am", "1*-*4pm"); "and" only after
+# "between" ("between 1pm and 4pm"; "at 9am and 4pm" is two times)
+_TIME_JOIN = re.compile(r"\s*(?:-|–|—|to|until|till|through|thru)\s*", re.IGNORECASE)
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
+# an hour said bare before a range's end that gives the half ("*1*-4pm", "between *11* and 1pm")
+_BARE_START = re.compile(r"(?<![\w:.])(?P<hour>[01]?\d)(?::(?P<minute>[0-5]\d))?"
+                         r"(?P<join>\s*(?:-|–|—|to|until|till|through|thru)\s*|\s+and\s+)$",
+                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,8 @@ class FoundTime:
     second: int | None
     text: str
     span: tuple[int, int]
+    range_part: int = 0  # 1: the start of a range ("1pm" of "1pm-4pm"), 2: its end
+    half: str = ""  # "am" or "pm" where the request says which
 
     @property
     def iso(self) -> str:
@@ -121,7 +134,8 @@ def _ranges_share_years(dates: list[FoundDate], text: str) -> list[FoundDate]:
 
 
 def find_times(text: str) -> list[FoundTime]:
-    """Clock times: "13:31", "9am", "3:45 pm" (a bare number is not a time)."""
+    """Clock times: "13:31", "9am", "3:45 pm" (a bare number is not a time, but the start of
+    a range whose end says its half is: "1-4pm"), a range's ends marked (`range_part`)."""
     out: list[FoundTime] = []
     for match in _TIME.finditer(text):
         half = (match["half"] or "").lower().replace(".", "")
@@ -136,7 +150,34 @@ def find_times(text: str) -> list[FoundTime]:
             hour = 0
         second = int(match["second"]) if match["second"] else None
         out.append(FoundTime(hour, int(match["minute"] or 0), second, match[0].strip(),
-                             match.span()))
+                             match.span(), half=half))
+    return _time_ranges(text, out)
+
+
+def _time_ranges(text: str, times: list[FoundTime]) -> list[FoundTime]:
+    """`times` with each range's two ends marked, its start added where the request says it
+    as a bare hour before an end with a half: the end's half ("1-4pm": 13:00), or the other
+    where that would start after the end ("11-1pm": 11:00)."""
+    out = list(times)
+    for end in times:
+        bare = _BARE_START.search(text, 0, end.span[0]) if end.half else None
+        if bare is None or any(t.span[1] > bare.start() and t.span[0] < end.span[0]
+                               for t in out if t is not end) \
+                or (_AND.fullmatch(bare["join"]) and not _BETWEEN.search(text[:bare.start()])):
+            continue
+        hour = int(bare["hour"]) % 12 + (12 if end.half == "pm" else 0)
+        minute = int(bare["minute"] or 0)
+        if (hour, minute) > (end.hour, end.minute):
+            hour -= 12 if hour >= 12 else -12
+        span = (bare.start(), bare.start("join"))
+        out.append(FoundTime(hour % 24, minute, None, text[span[0]:span[1]], span))
+    out.sort(key=lambda t: t.span)
+    for k in range(len(out) - 1):
+        start, end = out[k], out[k + 1]
+        between = text[start.span[1]:end.span[0]]
+        if _TIME_JOIN.fullmatch(between) or (_AND.fullmatch(between)
+                                             and _BETWEEN.search(text[:start.span[0]])):
+            out[k], out[k + 1] = replace(start, range_part=1), replace(end, range_part=2)
     return out
 
 

@@ -220,8 +220,10 @@ def test_none_on_an_optional_value_menu_takes_the_options_bias() -> None:
         engine = Writes({"send": 5.0, "DONE": 0.0})
         options = replace(product_options(engine), none_bias=none_bias)
         machine = build_machine(build_tree(SEND), engine, options=options)
-        run_query(machine, Query(id="q", query="Send 40 euros to Asha", gold=(), args=None,
-                                 tags=()))
+        # (the memo is named, so its menu is offered with NONE; "40 euros" would be a
+        # currency code, offered without)
+        run_query(machine, Query(id="q", query="Send 40 to Asha with the memo lunch", gold=(),
+                                 args=None, tags=()))
         (menu,) = [c for c in engine.calls if "NONE" in c.options]
         assert menu.bias is not None and menu.bias["NONE"] == none_bias
 

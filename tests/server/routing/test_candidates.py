@@ -10,6 +10,7 @@ from stackroute.server.routing.arguments.candidates import candidates, topic_wor
 from stackroute.server.routing.arguments.cues import property_words
 from stackroute.server.routing.arguments.dates import find_dates, find_times
 from stackroute.server.routing.arguments.numbers import find_numbers
+from stackroute.server.routing.arguments.support import offered
 
 
 @pytest.mark.parametrize(("text", "values"), [
@@ -282,6 +283,24 @@ def test_a_value_written_in_groups_is_taken_as_its_pattern_takes_it(
     assert found[0].value == value and found[0].prior >= 3.0
 
 
+@pytest.mark.parametrize(("schema", "request_text", "value"), [
+    # a held-out logistics desk: "where is trk-207 right now??" left `truck_id` to be asked
+    ({"type": "string", "pattern": "^TRK-[0-9]{3}$"}, "where is trk-207 right now??", "TRK-207"),
+    ({"type": "string", "pattern": "^INC[0-9]+$"}, "close inc0042 please", "INC0042"),
+])
+def test_an_id_written_in_lower_case_is_taken_as_its_pattern_writes_it(
+        schema: dict[str, Any], request_text: str, value: str) -> None:
+    found = candidates("id", schema, request_text)
+    assert found[0].value == value and found[0].prior >= 3.0
+
+
+def test_a_word_without_a_digit_is_not_upper_cased_into_a_code() -> None:
+    # "the" is no code ^[A-Z]{2,4}$ takes: only an id (a word with a digit) changes its case
+    found = candidates("carrier_scac", {"type": "string", "pattern": "^[A-Z]{2,4}$"},
+                       "ask the carrier for a rate")
+    assert not {"THE", "ASK", "RATE"} & {c.text for c in found}
+
+
 def test_words_in_groups_are_not_joined_into_a_value() -> None:
     # a pattern that takes letters and digits joins no words: "Lena Brandt" is no "LenaBrandt"
     found = candidates("code", {"type": "string", "pattern": "^[A-Za-z0-9]+$"},
@@ -340,6 +359,32 @@ def test_a_ranges_ends_are_labelled_for_its_low_and_high_properties(name: str,
     found = candidates(name, {"type": "number"}, "Open a req, pay band 140k-165k CAD.",
                        siblings=[s for s in siblings if s != name])
     assert found[0].value == value and found[0].prior >= 2.0
+
+
+@pytest.mark.parametrize(("text", "parts"), [
+    ("Anytime between 1pm and 4pm works", [("13:00", 1), ("16:00", 2)]),
+    ("a slot 9:30 to 11am", [("09:30", 1), ("11:00", 2)]),
+    ("the window is 1-4pm", [("13:00", 1), ("16:00", 2)]),  # the end's half is the start's
+    ("between 11 and 1pm", [("11:00", 1), ("13:00", 2)]),  # unless it starts after the end
+    ("remind me at 9am and 4pm", [("09:00", 0), ("16:00", 0)]),  # two times, no range
+])
+def test_the_two_ends_of_a_time_range_are_its_start_and_end(
+        text: str, parts: list[tuple[str, int]]) -> None:
+    assert [(t.iso, t.range_part) for t in find_times(text)] == parts
+
+
+@pytest.mark.parametrize(("name", "value"), [("window_start", "13:00"), ("window_end", "16:00")])
+def test_a_time_ranges_ends_are_the_values_of_its_start_and_end(name: str, value: str) -> None:
+    # a held-out logistics desk: "Anytime between 1pm and 4pm works for them" left the
+    # optional pickup window (`^([01][0-9]|2[0-3]):[0-5][0-9]$`, HH:MM) out
+    clock = {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$",
+             "description": f"{name.split('_')[1].title()} of the new pickup window, HH:MM 24h"}
+    properties = {"shipment_id": {"type": "string"}, "window_start": clock, "window_end": clock}
+    request = "move the pickup for SHP-310442 to March 12th 2027? Anytime between 1pm and 4pm."
+    found = candidates(name, clock, request, siblings=[s for s in properties if s != name])
+    assert found[0].value == value and found[0].prior >= 3.0
+    offer = offered(name, properties, found, request, set())
+    assert offer.candidates[0].value == value and not offer.may_decline
 
 
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:

@@ -1,5 +1,6 @@
 """Currency codes the request writes (routing/arguments/currencies.py): a held-out HR desk's
-"pay band 140k-165k CAD" left the job posting's optional `currency` (`^[A-Z]{3}$`) out."""
+"pay band 140k-165k CAD" left the job posting's optional `currency` (`^[A-Z]{3}$`) out; a
+held-out logistics desk's "a claim with the carrier for $3,400" asked for its required one."""
 
 from __future__ import annotations
 
@@ -23,6 +24,33 @@ def test_a_currency_code_the_request_writes_is_the_value(
         name: str, schema: dict[str, Any], request_text: str, codes: list[str]) -> None:
     found = [c.text for c in candidates(name, schema, request_text) if c.kind == "currency"]
     assert found == codes
+
+
+@pytest.mark.parametrize(("request_text", "codes"), [
+    ("want to put in a claim with the carrier for $3,400", ["USD"]),
+    ("a refund of 20 euros", ["EUR"]),
+    ("credit €15 to the account", ["EUR"]),
+    ("£250 deposit", ["GBP"]),
+    ("it came to 40 bucks", ["USD"]),
+    ("C$1,200 for the season", ["CAD"]),
+    ("1,200 Canadian dollars", ["CAD"]),
+    ("AU$90 a month", ["AUD"]),
+    ("US$75", ["USD"]),
+    ("₹500 top-up", ["INR"]),
+    # a dollar of a country the reading does not know is no code; "pounds" may be a weight
+    ("3,000 Jamaican dollars", []),
+    ("a 20 pound parcel", []),
+])
+def test_a_currency_the_request_writes_as_a_sign_or_a_word_is_its_code(
+        request_text: str, codes: list[str]) -> None:
+    found = [c.text for c in candidates("currency", CODE, request_text) if c.kind == "currency"]
+    assert found == codes
+
+
+def test_a_sign_is_read_for_a_currency_enum() -> None:
+    schema = {"type": "string", "enum": ["USD", "EUR", "GBP"]}
+    found = candidates("currency", schema, "claim for $3,400")
+    assert found[0].value == "USD" and found[0].prior > 0
 
 
 def test_a_written_code_fills_an_optional_currency_without_none() -> None:

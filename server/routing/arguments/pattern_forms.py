@@ -1,0 +1,51 @@
+"""Ids and codes written in another form than the property's pattern takes: in groups ("DE89
+3704 0044 0532 0130 00" for an IBAN), in lower case ("trk-207" for `^TRK-[0-9]{3}$`). Written
+to be copied, so each is offered as the pattern writes it, at a literal's prior."""
+
+from __future__ import annotations
+
+import re
+
+from stackroute.server.routing.arguments.candidate import Candidate
+
+
+def pattern_forms(found: list[Candidate], pattern: str, *, prior: float) -> list[Candidate]:
+    """The candidates of `found` the pattern refuses as written and takes in another form,
+    in that form, at `prior`."""
+    return _grouped(found, pattern, prior) + _cased(found, pattern, prior)
+
+
+def _grouped(found: list[Candidate], pattern: str, prior: float) -> list[Candidate]:
+    """A value written in groups, each with a digit ("DE89 3704 0044 0532 0130 00", "4111 1111
+    1111 1111"), that the property's pattern takes only without its spaces: written to be
+    copied, as the pattern takes it (the longest such run)."""
+    out = []
+    for c in found:
+        groups = c.text.split(" ")
+        if c.kind in ("span", "id") and len(groups) > 1 and not matches(pattern, c.text) \
+                and all(g.isalnum() and any(ch.isdigit() for ch in g) for g in groups):
+            joined = "".join(groups)
+            if matches(pattern, joined):
+                out.append(Candidate(joined, joined, "id", prior, c.span))
+    # the whole value, not its first groups ("DE89 3704 0044 0532" of an IBAN)
+    return [c for c in out if not any(o.span != c.span and o.span[0] <= c.span[0]
+                                      and c.span[1] <= o.span[1] for o in out)]
+
+
+def _cased(found: list[Candidate], pattern: str, prior: float) -> list[Candidate]:
+    """An id written in lower case ("trk-207", a word with a digit) that the property's
+    pattern takes only in capitals ("^TRK-[0-9]{3}$"), as the pattern writes it. A word
+    without a digit keeps its case ("the" is no code)."""
+    return [Candidate(c.text.upper(), c.text.upper(), "id", prior, c.span)
+            for c in found if c.kind in ("span", "id") and " " not in c.text
+            and any(ch.isdigit() for ch in c.text) and not matches(pattern, c.text)
+            and matches(pattern, c.text.upper())]
+
+
+def matches(pattern: str, text: str) -> bool:
+    """Whether `pattern` (JSON Schema's: a search, not a full match) takes `text`; a pattern
+    Python cannot compile refuses nothing."""
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return True
