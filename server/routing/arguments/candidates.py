@@ -28,8 +28,8 @@ from stackroute.server.routing.arguments.cues import (
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms
-from stackroute.server.routing.arguments.durations import duration_candidates, time_unit
 from stackroute.server.routing.arguments.lists import list_candidates
+from stackroute.server.routing.arguments.measures import measure_candidates, measure_unit
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
 from stackroute.server.routing.arguments.polarity import boolean_candidates
@@ -276,9 +276,9 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         prior += 1.0 if money and number.is_money else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
-    unit = time_unit(words, units)
+    unit = measure_unit(words, units)
     if unit is not None:  # "an hour", "2 hours" for a property counting minutes
-        out += duration_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)
+        out += measure_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)
     return out
 
 

@@ -324,6 +324,29 @@ def test_a_duration_in_another_unit_is_counted_in_the_propertys(
     assert found[0].value == value and found[0].prior >= 2.0
 
 
+@pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
+    # a held-out logistics desk: "about 22.5 tonnes of steel coil" left `weight_kg` out
+    ("weight_kg", {"type": "number"}, "It's about 22.5 tonnes of steel coil.", 22500),
+    ("weight", {"type": "number", "description": "Gross weight in kg"}, "a 1.5 t load", 1500),
+    ("distance", {"type": "integer", "description": "Distance in metres"}, "a 2 km run", 2000),
+    ("length_cm", {"type": "number"}, "a 1.5 m cable", 150),
+    ("data_gb", {"type": "number"}, "add 500 MB to the plan", 0.5),
+    ("data_mb", {"type": "integer"}, "a 2GB add-on", 2000),
+])
+def test_a_measure_in_another_unit_is_counted_in_the_propertys(
+        name: str, schema: dict[str, Any], request_text: str, value: float) -> None:
+    found = candidates(name, schema, request_text)
+    assert found[0].value == value and found[0].prior >= 2.0
+
+
+def test_a_measure_is_not_converted_across_kinds_nor_to_a_fraction() -> None:
+    # kilograms are no kilometres; 1,234 g is 1.234 kg, neither whole nor a half
+    metres = {"type": "number", "description": "Distance in metres"}
+    assert [c.value for c in candidates("distance", metres, "a 5 kg parcel")] == [5]
+    assert 1.234 not in [c.value for c in candidates("weight_kg", {"type": "number"},
+                                                      "a 1,234 g parcel")]
+
+
 def test_a_duration_is_not_read_where_the_property_counts_no_time() -> None:
     found = candidates("seats", {"type": "integer"}, "a room for 2 hours")
     assert 120 not in [c.value for c in found]

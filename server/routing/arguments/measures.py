@@ -1,0 +1,101 @@
+"""Measures a request gives in another unit than the one its property counts in.
+
+A property counts time, mass, length or data in a unit its name or its description says
+(`duration_minutes`, `weight_kg`, "Time to live in seconds", "Gross weight in kg"). A request
+may give the measure in another unit of the same kind ("2 hours", "22.5 tonnes", "500 MB") or,
+for time, in words ("an hour", "half an hour", "a week"): the value is the measure in the
+property's unit, labelled as a number in that unit would be. Only units that convert exactly
+(no pounds to kilograms), and only to whole units or halves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import NamedTuple
+
+from stackroute.server.embeddings.words import singular
+from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.numbers import UNIT_AFTER
+from stackroute.server.routing.arguments.request_text import RequestText
+
+
+class Unit(NamedTuple):
+    kind: str  # time | mass | length | data
+    size: float  # in the kind's base unit: seconds, grams, metres, bytes
+
+
+_UNITS = {
+    "second": Unit("time", 1), "minute": Unit("time", 60), "hour": Unit("time", 3600),
+    "day": Unit("time", 86400), "week": Unit("time", 604800),
+    "g": Unit("mass", 1), "kg": Unit("mass", 1e3), "tonne": Unit("mass", 1e6),
+    "mm": Unit("length", 1e-3), "cm": Unit("length", 1e-2), "m": Unit("length", 1),
+    "km": Unit("length", 1e3),
+    "kb": Unit("data", 1e3), "mb": Unit("data", 1e6), "gb": Unit("data", 1e9),
+    "tb": Unit("data", 1e12),
+}
+_ALIASES = {
+    "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour",
+    "hrs": "hour", "gram": "g", "kilogram": "kg", "kilo": "kg", "kgs": "kg", "ton": "tonne",
+    "t": "tonne", "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
+    "metre": "m", "meter": "m", "kilometre": "km", "kilometer": "km", "kms": "km",
+    "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb", "gig": "gb", "terabyte": "tb",
+}
+# a property's unit is a word of two letters or more ("m" or "t" of a name says nothing)
+_NAMED = 2
+# "a second" is as often the ordinal ("a second reminder"): not a duration in words
+_IN_WORDS = re.compile(r"\b(?:(?P<half>half\s+an?)|an?|one)\s+(?P<unit>minute|hour|day|week)\b",
+                       re.IGNORECASE)
+
+
+def measure_unit(words: Collection[str], units: Collection[str]) -> str | None:
+    """The unit a property counts in: one its description counts in (`units`, singular)
+    or one its name says (`words`); None where it says none."""
+    for word in [*units, *words]:
+        unit = _unit(word) if len(word) >= _NAMED else None
+        if unit is not None:
+            return unit
+    return None
+
+
+def measure_candidates(read: RequestText, unit: str, *, is_integer: bool,
+                       prior: float) -> list[Candidate]:
+    """The measures `read` gives in another unit of `unit`'s kind than `unit` (or, for time,
+    in words), as numbers of `unit` at `prior`: whole, or (where the property takes a
+    fraction) halves; a measure that is neither in `unit` is left as the request wrote it.
+
+    >>> read = RequestText.read("Book it for 2 hours, or half an hour, not 90 secs")
+    >>> [(c.value, c.text) for c in measure_candidates(read, "minute", is_integer=True,
+    ...                                                 prior=2.0)]
+    [(120, '120'), (30, '30')]
+    """
+    text = read.text
+    wanted = _UNITS[unit]
+    found: list[tuple[float, tuple[int, int]]] = []
+    for number in read.numbers:
+        if any(a <= number.span[0] < b for a, b in read.when):
+            continue  # a date's or a clock time's digits
+        after = UNIT_AFTER.match(text, number.span[1])
+        given = _unit(after[1]) if after else None
+        if after and given is not None and given != unit and _UNITS[given].kind == wanted.kind:
+            found.append((number.value * _UNITS[given].size / wanted.size,
+                          (number.span[0], after.end())))
+    if wanted.kind == "time":
+        for match in _IN_WORDS.finditer(text):
+            share = 0.5 if match["half"] else 1.0
+            found.append((share * _UNITS[match["unit"].lower()].size / wanted.size,
+                          match.span()))
+    out = []
+    for value, span in sorted(found, key=lambda f: f[1]):
+        whole = round(value, 9) == int(value)
+        if (is_integer and not whole) or round(value * 2, 9) != int(value * 2):
+            continue  # a count of the unit, or half of one: "28.9 seconds" is no 0.4817 min
+        number = int(value) if whole else round(value, 9)
+        out.append(Candidate(number, str(number), "number", prior, span))
+    return out
+
+
+def _unit(word: str) -> str | None:
+    word = word.lower()
+    word = _ALIASES.get(word, _ALIASES.get(singular(word), singular(word)))
+    return word if word in _UNITS else None
