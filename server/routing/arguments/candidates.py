@@ -32,6 +32,7 @@ from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.measures import measure_candidates, measure_unit
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
+from stackroute.server.routing.arguments.phones import phone_candidates, wants_phone
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import NO_LEAF_WORDS, LeafWords, spans, topic_words
@@ -41,7 +42,6 @@ __all__ = ["WHEN_FORMATS", "WHEN_WORDS", "Candidate", "LeafWords", "candidates",
 
 MAX_CANDIDATES = 48
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{6,}\d(?!\w)")
 _DATE_WORDS = ("date", "day", "month", "deadline", "birthday", "when", "start", "end", "until",
                "since")
 _TIME_WORDS = ("time", "hour", "start", "end", "when")
@@ -339,13 +339,8 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if "language" in words or "lang" in words:
         out += [Candidate(m[0], m[0], "language", TYPED_PRIOR, m.span())
                 for m in _LANGUAGE.finditer(request)]
-    if "phone" in words or fmt == "phone":
-        for m in _PHONE.finditer(request):
-            written = m[0].strip()
-            # as written, or its digits alone (a "+" kept) where the pattern refuses it so
-            form = written if not pattern or matches(pattern, written) else \
-                ("+" if written.startswith("+") else "") + re.sub(r"\D", "", written)
-            out.append(Candidate(form, form, "phone", TYPED_PRIOR))
+    if wants_phone(words, schema):
+        out += phone_candidates(request, pattern, prior=TYPED_PRIOR)
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:
