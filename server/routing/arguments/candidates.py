@@ -120,7 +120,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     cues = label_positions(text, naming.words, words, joined=naming.joined,
                            unless=naming.unless)
     if "enum" in schema:
-        found = _enum_candidates(schema["enum"], text) \
+        found = _enum_candidates(schema["enum"], read) \
             + country_candidates(name, schema, text, prior=TYPED_PRIOR) \
             + currency_candidates(name, schema, text, prior=TYPED_PRIOR)
     elif kind == "boolean":
@@ -203,11 +203,19 @@ def _label_of(request: str, sibling: str, own: set[str],
                            joined=joined - forms, unless=forms - joined)
 
 
-def _enum_candidates(values: list[Any], request: str) -> list[Candidate]:
+def _enum_candidates(values: list[Any], read: RequestText) -> list[Candidate]:
+    """The enum values the request says: a word value by its words, a number by the
+    request's numbers ("2,500" is 2500, not 500); else every value below zero."""
+    request = read.text
     lowered = request.lower()
     tokens = set(re.findall(r"[a-z0-9]+", lowered))
+    numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
     matched = []
     for value in values:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            matched += [Candidate(value, _option_text(value), "enum", 2.0, n.span)
+                        for n in numbers if n.value == value][:1]
+            continue
         text = str(value) if not isinstance(value, str) else value
         phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
         parts = phrase.split()

@@ -14,18 +14,27 @@ import re
 from dataclasses import dataclass, replace
 
 _WORD_MULTIPLIERS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
-                     "trillion": 1_000_000_000_000}
+                     "trillion": 1_000_000_000_000, "grand": 1_000}
 # Attached suffixes: "5k", "1.2M", "3bn". A bare lower-case "m" is metres unless money is
 # being written ("$5m"), so it multiplies only after a currency sign.
 _SUFFIX_MULTIPLIERS = {"k": 1_000, "K": 1_000, "M": 1_000_000, "B": 1_000_000_000,
                        "bn": 1_000_000_000, "b": 1_000_000_000}
-_SMALL_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15,
-                "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100, "dozen": 12}
+# Numbers said in words: units and tens add ("twenty-five"), "hundred" multiplies what stands
+# before it, a scale closes a group ("two hundred and fifty thousand"); "grand" is a thousand
+# after a number ("fifteen grand", "15 grand"); "a dozen" is 12
+_UNIT_WORDS = {w: n for n, w in enumerate([
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen"])}
+_TEN_WORDS = {w: 10 * n for n, w in enumerate(
+    ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)}
+_SCALE_WORDS = {"thousand": 1_000, "grand": 1_000, "million": 1_000_000,
+                "billion": 1_000_000_000}
+_NUMBER_WORDS = {**_UNIT_WORDS, **_TEN_WORDS, "hundred": 100, "dozen": 12, **_SCALE_WORDS}
 _NUMBER = re.compile(
     r"(?<![\w.\-/:^])(?P<currency>[$€£¥])?\s?(?P<sign>-)?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-    r"(?:(?P<suffix>bn|[kKMBbm])(?![A-Za-z0-9])|\s+(?P<word>thousand|million|billion|trillion)\b"
+    r"(?:(?P<suffix>bn|[kKMBbm])(?![A-Za-z0-9])|\s+(?P<word>thousand|million|billion|trillion|grand)\b"
     r"|(?P<percent>%)|(?P<ordinal>st|nd|rd|th)(?![A-Za-z]))?"
     r"(?![\w/:-]*\d)(?!\.\d)")
 # two numbers joined by a dash, neither of them part of a longer run of groups (a phone number,
@@ -36,7 +45,8 @@ _TO = re.compile(r"\s*(?:[-–]|to|through)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
 UNIT_AFTER = re.compile(r"\s*-?\s*([A-Za-z]+)")  # the word after a number: its unit, if any
-_WORDS = re.compile(r"\b(" + "|".join(_SMALL_WORDS) + r")\b", re.IGNORECASE)
+_WORD = r"(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_WORDS = re.compile(rf"\b{_WORD}(?:(?:\s+and\s+|[\s-]+){_WORD})*\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -65,11 +75,61 @@ def find_numbers(text: str) -> list[FoundNumber]:
             out.append(_found(match, 0, 0))
     taken = [n.span for n in out]
     for match in _WORDS.finditer(text):
-        if any(a <= match.start() < b for a, b in taken):
-            continue
-        out.append(FoundNumber(value=_SMALL_WORDS[match[1].lower()], text=match[1],
-                               span=(match.start(), match.end())))
+        if not any(a <= match.start() < b for a, b in taken):
+            out += _said(match)
     return _ranges(text, sorted(out, key=lambda n: n.span))
+
+
+def _said(match: re.Match[str]) -> list[FoundNumber]:
+    """The numbers a run of number words says: one, or several where a word cannot go on
+    the number before it ("one two three"); a scale alone ("grand", "thousand") is none."""
+    out: list[FoundNumber] = []
+    total = group = 0
+    start = end = -1
+    last = ""  # the kind of the number's last word
+
+    for word in re.finditer(r"[A-Za-z]+", match[0]):
+        w = word[0].lower()
+        if w == "and":
+            continue
+        kind = _kind(w)
+        if start < 0 or not _goes_on(kind, last, w):
+            if start >= 0:
+                out.append(FoundNumber(total + group, match.string[start:end], (start, end)))
+            total = group = 0
+            start = -1
+            if kind == "scale":
+                continue
+            start = match.start() + word.start()
+        if kind == "scale":
+            total += (group or 1) * _SCALE_WORDS[w]
+            group = 0
+        elif kind == "hundred":
+            group = (group or 1) * 100
+        else:
+            group += _NUMBER_WORDS[w]
+        end, last = match.start() + word.end(), kind
+    if start >= 0:
+        out.append(FoundNumber(total + group, match.string[start:end], (start, end)))
+    return out
+
+
+def _kind(word: str) -> str:
+    if word in _UNIT_WORDS or word == "dozen":
+        return "unit"
+    if word in _TEN_WORDS:
+        return "ten"
+    return "hundred" if word == "hundred" else "scale"
+
+
+def _goes_on(kind: str, last: str, word: str) -> bool:
+    """Whether a number word of `kind` continues a number whose last word was of kind
+    `last`: "twenty-*five*", "five *hundred*", "two hundred and *fifty*", "fifteen *grand*"."""
+    if kind == "unit":
+        return last in ("hundred", "scale") or (last == "ten" and _NUMBER_WORDS[word] < 10)
+    if kind == "ten":
+        return last in ("hundred", "scale")
+    return last in ("unit", "ten", "hundred")
 
 
 def _found(match: re.Match[str], offset: int, range_part: int) -> FoundNumber:

@@ -24,6 +24,12 @@ from stackroute.server.routing.arguments.support import offered
     ("discount of 15%", [15]),
     ("a temperature of -4 degrees", [-4]),
     ("book five seats", [5]),
+    # numbers said in words, as people write amounts ("five hundred", "fifteen grand")
+    ("five hundred collision ded.", [500]),
+    ("like fifteen grand in damage", [15000]),
+    ("twenty-five guests and two hundred and fifty chairs", [25, 250]),
+    ("a 15 grand budget", [15000]),
+    ("one two three", [1, 2, 3]),  # units in a row are numbers of their own
     ("revenue of 0.2907590418481535", [0.2907590418481535]),
     ("robot Wj6ea0AFaEv", []),  # digits inside an id are not numbers
     ("version 1.0.0 on 2024-03-05 at 13:31", []),  # versions, dates and times are not
@@ -413,6 +419,19 @@ def test_a_time_ranges_ends_are_the_values_of_its_start_and_end(name: str, value
 def test_a_number_after_a_joiner_is_not_part_of_a_name() -> None:
     found = candidates("payee", {"type": "string"}, "Send 40 to Asha and 10 to Li")
     assert "Asha and 10" not in [c.text for c in found[:2]]
+
+
+@pytest.mark.parametrize(("request_text", "value"), [
+    # a held-out insurer: "a 2,500 dollar deductible" matched the enum's 500 (the word "500")
+    ("They want $350k dwelling coverage with a 2,500 dollar deductible", 2500),
+    ("wants five hundred collision ded.", 500),
+])
+def test_an_enum_of_numbers_is_matched_by_the_requests_numbers(request_text: str,
+                                                              value: int) -> None:
+    found = candidates("deductible_usd", {"type": "integer", "enum": [500, 1000, 2500]},
+                       request_text)
+    assert found[0].value == value and found[0].prior > 0
+    assert [c.value for c in found if c.prior > 0] == [value]
 
 
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
