@@ -18,9 +18,9 @@ any some what which who whom whose where when how if via per using use there her
 was were been being has have had may might must they them their he she him her his us am
 whether while because""".split())  # noqa: SIM905
 QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
-# between a value and its property's name after it: nothing ("the Sales team"), or "as"
-# ("PayPal as your payment method")
-LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?)?")
+# between a value and its property's name after it: nothing ("the Sales team"), "as"
+# ("PayPal as your payment method"), or an amount's currency word ("a 2,500 dollar deductible")
+LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?|dollars?|euros?|usd|eur|gbp)?")
 # a place preposition between a property's name and a name after it: the name says where
 # ("a facial treatment at Tranquil Wellness Center", "jobs in Berlin"), not the value
 _WHERE = frozenset(("at", "in", "near", "from", "within", "around", "inside"))
@@ -132,8 +132,9 @@ def near(span: tuple[int, int], cues: list[tuple[int, int]], request: str, *,
          before: bool = False) -> bool:
     """A cue word ends at most a few function words before `span` (where the last is a place
     preposition, `span` must not be a name: "treatment at Tranquil Spa"); with `before`, also: a
-    cue word follows `span` directly (the value names its kind's noun: "the Sales team") or
-    after "as" ("PayPal as your payment method")."""
+    cue word follows `span` directly (the value names its kind's noun: "the Sales team"),
+    after "as" ("PayPal as your payment method") or after an amount's currency word ("a 2,500
+    dollar deductible")."""
     for start, end in cues:
         if before and span[1] <= start and LABELS_BEFORE.fullmatch(
                 request[span[1]:start].strip(" \"'“”‘’").lower()):

@@ -434,6 +434,17 @@ def test_an_enum_of_numbers_is_matched_by_the_requests_numbers(request_text: str
     assert [c.value for c in found if c.prior > 0] == [value]
 
 
+def test_an_amount_is_labelled_by_the_name_after_its_currency_word() -> None:
+    # a held-out insurer: in "$350k dwelling coverage with a 2,500 dollar deductible" the
+    # deductible's amount was held back as the coverage's (its label before it), though its
+    # own name follows it as "$500 deductible" would
+    properties = ("dwellingCoverageUsd", "deductibleUsd")
+    request = "They want $350k dwelling coverage with a 2,500 dollar deductible."
+    found = candidates("deductibleUsd", {"type": "integer", "enum": [500, 1000, 2500]}, request,
+                       siblings=properties[:1])
+    assert found[0].value == 2500 and found[0].prior >= 2.0
+
+
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
     found = candidates("account", {"enum": ["checking", "savings"]}, "what do I have")
     assert [(c.value, c.prior < 0) for c in found] == [("checking", True), ("savings", True)]
