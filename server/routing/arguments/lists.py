@@ -58,8 +58,13 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, 
 
 
 def _place(candidate: Candidate, request: str) -> int:
-    """Where the request says the value (its first whole-word mention for an enum word)."""
+    """Where the request says the value (its first whole-word mention for an enum word, as
+    written or with its underscores and dashes as spaces: "burglar alarm" for
+    `burglar_alarm`)."""
     if candidate.span is not None:
         return candidate.span[0]
-    found = re.search(rf"(?<!\w){re.escape(candidate.text)}(?!\w)", request, re.IGNORECASE)
-    return found.start() if found else len(request)
+    for text in (candidate.text, re.sub(r"[_\-]+", " ", candidate.text)):
+        found = re.search(rf"(?<!\w){re.escape(text)}(?!\w)", request, re.IGNORECASE)
+        if found:
+            return found.start()
+    return len(request)

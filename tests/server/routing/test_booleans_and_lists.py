@@ -88,6 +88,10 @@ def test_the_strong_word_nearest_the_property_counts() -> None:
     ("to", EMAILS, "Email sam@corp.io about the report", ["sam@corp.io"]),
     ("sizes", {"type": "array", "items": {"type": "string", "enum": ["S", "M", "L"]}},
      "Order the shirt in Large, L and M", ["L", "M"]),  # the request's order, whole words
+    # a held-out insurer: enum words written with spaces keep the request's order too
+    ("protectiveDevices", {"type": "array", "items": {"type": "string", "enum": [
+        "burglar_alarm", "fire_alarm", "deadbolts"]}},
+     "House has a burglar alarm and deadbolts.", ["burglar_alarm", "deadbolts"]),
     ("files", {"type": "array", "items": {"type": "string"}},
      "Zip /tmp/a.txt and /tmp/b.txt", ["/tmp/a.txt", "/tmp/b.txt"]),
     ("attendees", {**EMAILS, "maxItems": 1}, "with a@x.io and b@y.io", ["a@x.io"]),
