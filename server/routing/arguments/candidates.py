@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from stackroute.runtime.schemas import value_checker
@@ -35,7 +34,17 @@ from stackroute.server.routing.arguments.pattern_forms import matches, pattern_f
 from stackroute.server.routing.arguments.phones import phone_candidates, wants_phone
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
-from stackroute.server.routing.arguments.spans import NO_LEAF_WORDS, LeafWords, spans, topic_words
+from stackroute.server.routing.arguments.sibling_labels import (
+    WHEN_WORDS,
+    directed,
+    held_back,
+)
+from stackroute.server.routing.arguments.spans import (
+    NO_LEAF_WORDS,
+    LeafWords,
+    spans,
+    topic_words,
+)
 
 __all__ = ["WHEN_FORMATS", "WHEN_WORDS", "Candidate", "LeafWords", "candidates", "enum_matched",
            "property_words", "schema_of", "topic_words"]
@@ -55,7 +64,7 @@ _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$250" in dollars)
 # A description that prices in a currency: an amount of money ("$250") is in its unit
 _PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
-_UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+)?([a-z]+)")
+_UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+|us\s+)?([a-z]+)")
 # An amount written with its cents ("25.50", "1,299.00") is money for a property that holds it
 _CENTS = re.compile(r"\d[\d,]*\.\d\d")
 _MONEY_WORDS = frozenset(("amount", "price", "cost", "budget", "salary", "fee", "total",
@@ -68,10 +77,7 @@ _LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "sta
 _HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end", "latest"))
 _OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
 _PARTY_OF = re.compile(r"\b(?:party|group)\s+of\s+$", re.IGNORECASE)
-# A property named for a date or a time: the one a date or a time may be labelled for
-WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
-SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 # a value of the kind its property wants, which no other kind of property takes: an e-mail, a
 # phone number, a date, a time, a language name, a reason after "because" (support.py)
@@ -90,12 +96,6 @@ _TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note"
 # phrase after "because of" or "due to" without its article ("due to a schedule conflict")
 _AFTER_BECAUSE = re.compile(r"\b(?i:(because of|due to)(?:\s+(?:a|an|the)\b)?|because)"
                             r"\s+([^\s.!?,;:][^.!?,;:\n]*)")
-# Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
-DIRECTION_BONUS = 1.0
-_FROM_WORDS = frozenset(("origin", "source", "departure", "sender", "src"))
-_TO_WORDS = frozenset(("destination", "target", "arrival", "recipient", "dest"))
-_FROM = re.compile(r"\bfrom\s+(?:the\s+)?$", re.IGNORECASE)
-_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
 _REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "rationale", "why"))
 
 
@@ -137,8 +137,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
     fits = value_checker(schema)  # a value the schema refuses would fail the call
-    found = _directed(_held_back([c for c in found if fits(c.value)], text, cues, words,
-                                 siblings, forms), text, words)
+    found = directed(held_back([c for c in found if fits(c.value)], text, cues, words,
+                               siblings, forms), text, words)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():
@@ -146,61 +146,9 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     return list(unique.values())[:MAX_CANDIDATES]
 
 
-def _held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
-               words: list[str], siblings: Sequence[str],
-               forms: frozenset[str]) -> list[Candidate]:
-    """`found` with the values another property's name labels (and this one's does not)
-    lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
-    the label of that property's value ("the subject" for `message`), not this one's."""
-    own = {w[:4] for w in words}
-    labels = {s: _label_of(request, s, own, forms) for s in siblings}
-    others = sorted({span for spans_of in labels.values() for span in spans_of})
-    if not others:
-        return found
-    # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
-    # label of 15:38 for `data_sources`)
-    when = sorted({span for s, spans_of in labels.items()
-                   if WHEN_WORDS & set(property_words(s, {})) for span in spans_of})
-
-    def is_labelled(span: tuple[int, int], kind: str) -> bool:
-        labels = when if kind in ("date", "time") else others
-        return near(span, labels, request) and not near(span, cues, request, before=True)
-
-    def holds_label(span: tuple[int, int], kind: str) -> bool:
-        return kind == "span" and any(a < span[1] and span[0] < b for a, b in others)
-
-    return [replace(c, prior=c.prior - SIBLING_PENALTY)
-            if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
-            else c for c in found]
-
-
-def _directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:
-    """`found` with the values after "from" raised for a property that holds where something
-    comes from (`origin`, `source_language`), and those after "to" or "into" for one that
-    holds where it goes (`destination`, `target_language`), by DIRECTION_BONUS."""
-    held = set(words)
-    toward = _FROM if held & _FROM_WORDS else _TO if held & _TO_WORDS else None
-    if toward is None:
-        return found
-    return [replace(c, prior=c.prior + DIRECTION_BONUS)
-            if c.span is not None and toward.search(request[:c.span[0]]) else c for c in found]
-
-
 def schema_of(prop: Any) -> Mapping[str, Any]:
     """A property's JSON schema as a catalog gives it: a mapping, or nothing (`{}`)."""
     return prop if isinstance(prop, Mapping) else {}
-
-
-def _label_of(request: str, sibling: str, own: set[str],
-              forms: frozenset[str]) -> list[tuple[int, int]]:
-    """Where the request labels `sibling`: its words that are not this property's (`own`,
-    4-letter stems), each run on over the sibling's words right after it ("fat content at"
-    for fat_content beside protein_content: "content" is no label of its own here), and its
-    name as one word where this property's (`forms`) is not that word."""
-    theirs = property_words(sibling, {})
-    joined = joined_forms(sibling)
-    return label_positions(request, [w for w in theirs if w[:4] not in own], theirs,
-                           joined=joined - forms, unless=forms - joined)
 
 
 def _enum_candidates(values: list[Any], read: RequestText) -> list[Candidate]:

@@ -1,11 +1,13 @@
 """Measures a request gives in another unit than the one its property counts in.
 
-A property counts time, mass, length or data in a unit its name or its description says
-(`duration_minutes`, `weight_kg`, "Time to live in seconds", "Gross weight in kg"). A request
-may give the measure in another unit of the same kind ("2 hours", "22.5 tonnes", "500 MB") or,
-for time, in words ("an hour", "half an hour", "a week"): the value is the measure in the
-property's unit, labelled as a number in that unit would be. Only units that convert exactly
-(no pounds to kilograms), and only to whole units or halves.
+A property counts time, mass, length, data or money in a unit its name or its description says
+(`duration_minutes`, `weight_kg`, `amount_cents`, "Time to live in seconds", "Gross weight in
+kg"). A request may give the measure in another unit of the same kind ("2 hours", "22.5
+tonnes", "500 MB", "$1.2k" for cents) or, for time, in words ("an hour", "half an hour", "a
+week"): the value is the measure in the property's unit, labelled as a number in that unit
+would be. Only units that convert exactly (no pounds to kilograms), and only to whole units or
+halves. An amount of money is one written with a currency sign or word; its cents are a
+hundredth of it, whatever the currency.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from stackroute.server.routing.arguments.request_text import RequestText
 
 
 class Unit(NamedTuple):
-    kind: str  # time | mass | length | data
-    size: float  # in the kind's base unit: seconds, grams, metres, bytes
+    kind: str  # time | mass | length | data | money
+    size: float  # in the kind's base unit: seconds, grams, metres, bytes, cents
 
 
 _UNITS = {
@@ -33,6 +35,7 @@ _UNITS = {
     "km": Unit("length", 1e3),
     "kb": Unit("data", 1e3), "mb": Unit("data", 1e6), "gb": Unit("data", 1e9),
     "tb": Unit("data", 1e12),
+    "cent": Unit("money", 1), "money": Unit("money", 100),  # an amount in dollars, euros, …
 }
 _ALIASES = {
     "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour",
@@ -40,6 +43,8 @@ _ALIASES = {
     "t": "tonne", "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
     "metre": "m", "meter": "m", "kilometre": "km", "kilometer": "km", "kms": "km",
     "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb", "gig": "gb", "terabyte": "tb",
+    "dollar": "money", "usd": "money", "euro": "money", "eur": "money", "buck": "money",
+    "gbp": "money",
 }
 # a property's unit is a word of two letters or more ("m" or "t" of a name says nothing)
 _NAMED = 2
@@ -50,10 +55,11 @@ _IN_WORDS = re.compile(r"\b(?:(?P<half>half\s+an?)|an?|one)\s+(?P<unit>minute|ho
 
 def measure_unit(words: Collection[str], units: Collection[str]) -> str | None:
     """The unit a property counts in: one its description counts in (`units`, singular)
-    or one its name says (`words`); None where it says none."""
+    or one its name says (`words`); None where it says none. Money counts in a currency's
+    hundredths where it says so (`amount_cents`); an amount in dollars is as written."""
     for word in [*units, *words]:
         unit = _unit(word) if len(word) >= _NAMED else None
-        if unit is not None:
+        if unit is not None and unit != "money":
             return unit
     return None
 
@@ -77,9 +83,12 @@ def measure_candidates(read: RequestText, unit: str, *, is_integer: bool,
             continue  # a date's or a clock time's digits
         after = UNIT_AFTER.match(text, number.span[1])
         given = _unit(after[1]) if after else None
-        if after and given is not None and given != unit and _UNITS[given].kind == wanted.kind:
+        end = after.end() if after else number.span[1]
+        if number.is_money and given is None:
+            given, end = "money", number.span[1]  # "$1.2k"
+        if given is not None and given != unit and _UNITS[given].kind == wanted.kind:
             found.append((number.value * _UNITS[given].size / wanted.size,
-                          (number.span[0], after.end())))
+                          (number.span[0], end)))
     if wanted.kind == "time":
         for match in _IN_WORDS.finditer(text):
             share = 0.5 if match["half"] else 1.0

