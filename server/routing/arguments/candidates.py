@@ -33,6 +33,7 @@ from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
 from stackroute.server.routing.arguments.phones import phone_candidates, wants_phone
 from stackroute.server.routing.arguments.polarity import boolean_candidates
+from stackroute.server.routing.arguments.regions import region_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.sibling_labels import (
     WHEN_WORDS,
@@ -120,17 +121,13 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     cues = label_positions(text, naming.words, words, joined=naming.joined,
                            unless=naming.unless)
     if "enum" in schema:
-        found = _enum_candidates(schema["enum"], read) \
-            + country_candidates(name, schema, text, prior=TYPED_PRIOR) \
-            + currency_candidates(name, schema, text, prior=TYPED_PRIOR)
+        found = _enum_candidates(schema["enum"], read) + _coded(name, schema, text)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
         found = _number_candidates(kind, read, cues, words, schema)
     elif kind in ("string", None):
-        found = country_candidates(name, schema, text, prior=TYPED_PRIOR) \
-            + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
-            + _string_candidates(schema, read, cues, words, topic)
+        found = _coded(name, schema, text) + _string_candidates(schema, read, cues, words, topic)
     elif kind == "array":
         found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
                                 element=candidates)
@@ -149,6 +146,14 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
 def schema_of(prop: Any) -> Mapping[str, Any]:
     """A property's JSON schema as a catalog gives it: a mapping, or nothing (`{}`)."""
     return prop if isinstance(prop, Mapping) else {}
+
+
+def _coded(name: str, schema: Mapping[str, Any], text: str) -> list[Candidate]:
+    """The countries, currencies, states and provinces the request names, as the codes the
+    property wants (none where it wants no code)."""
+    return country_candidates(name, schema, text, prior=TYPED_PRIOR) \
+        + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
+        + region_candidates(name, schema, text, prior=TYPED_PRIOR)
 
 
 def _enum_candidates(values: list[Any], read: RequestText) -> list[Candidate]:
