@@ -26,7 +26,7 @@ from stackroute.server.routing.arguments.cues import (
     property_words,
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
-from stackroute.server.routing.arguments.dates import date_forms, time_forms
+from stackroute.server.routing.arguments.dates import date_forms, time_forms, time_of
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.measures import measure_candidates, measure_unit
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
@@ -280,7 +280,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if wants_date:
         for found in read.dates:
             prior = TYPED_PRIOR if fmt in ("date", "date-time") or "date" in described else 1.0
-            forms = date_forms(found, schema_format=fmt)
+            forms = date_forms(found, schema_format=fmt, at=time_of(found, read.times, request))
             if pattern and found.year is not None:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
             # the date its property's name labels ("checkout to 2027-09-13") over another

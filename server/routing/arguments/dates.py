@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 _MONTHS = {name: n for n, names in enumerate(
@@ -41,6 +42,9 @@ _TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<
 # "between" ("between 1pm and 4pm"; "at 9am and 4pm" is two times)
 _TIME_JOIN = re.compile(r"\s*(?:-|–|—|to|until|till|through|thru)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+# between a date and its time: "08:45 UTC on 14 March 2027", "2027-03-14 at 9:30pm"
+_AT = re.compile(r"(?:\s|,|\bat\b|\bon\b|\butc\b|\bgmt\b|\bz\b)*", re.IGNORECASE)
+_UTC = re.compile(r"\s*(?:UTC|GMT|Z)\b")
 _BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
 # an hour said bare before a range's end that gives the half ("*1*-4pm", "between *11* and 1pm")
 _BARE_START = re.compile(r"(?<![\w:.])(?P<hour>[01]?\d)(?::(?P<minute>[0-5]\d))?"
@@ -181,15 +185,35 @@ def _time_ranges(text: str, times: list[FoundTime]) -> list[FoundTime]:
     return out
 
 
-def date_forms(found: FoundDate, *, schema_format: str | None) -> list[str]:
-    """How `found` may be written for a property: the schema's format first."""
+def date_forms(found: FoundDate, *, schema_format: str | None,
+               at: tuple[FoundTime, bool] | None = None) -> list[str]:
+    """How `found` may be written for a property: the schema's format first; a date-time at
+    the time the request gives the date (`at`: the time, and whether it is UTC's), else at
+    midnight."""
     if found.year is None:
         return [found.text]
     if found.day is None:
         return [found.iso]  # YYYY-MM
     if schema_format == "date-time":
-        return [f"{found.iso}T00:00:00"]
+        if at is None:
+            return [f"{found.iso}T00:00:00"]
+        time, utc = at
+        return [f"{found.iso}T{time.hour:02d}:{time.minute:02d}:{time.second or 0:02d}"
+                + ("Z" if utc else "")]
     return [found.iso]
+
+
+def time_of(found: FoundDate, times: Sequence[FoundTime],
+            text: str) -> tuple[FoundTime, bool] | None:
+    """The time the request gives date `found` ("08:45 UTC on 14 March 2027", "on 2027-03-14
+    at 9:30pm": only "at", "on", a comma or a time zone between), and whether it is UTC's
+    ("UTC", "GMT", "Z" after it)."""
+    for time in times:
+        first, second = (time.span, found.span) if time.span < found.span \
+            else (found.span, time.span)
+        if _AT.fullmatch(text[first[1]:second[0]]):
+            return time, _UTC.match(text, time.span[1]) is not None
+    return None
 
 
 def time_forms(found: FoundTime, *, schema_format: str | None) -> list[str]:

