@@ -20,7 +20,7 @@ from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.pattern_forms import matches
 
 _PHONE = re.compile(r"(?<![\w+])\+?\(?\d[\d ().-]{6,}\d(?!\w)")
-_PHONE_WORDS = frozenset(("phone", "mobile", "msisdn", "telephone", "tel", "fax"))
+PHONE_WORDS = frozenset(("phone", "mobile", "msisdn", "telephone", "tel", "fax"))
 _E164 = re.compile(r"\bE\.?164\b", re.IGNORECASE)
 # a North American number: three digits (in brackets or not), three, four, each group apart
 _NANP = re.compile(r"(?:\+?1[ .-]?)?\(?[2-9]\d{2}\)?[ .-]?\d{3}[ .-]\d{4}")
@@ -29,7 +29,7 @@ _NANP = re.compile(r"(?:\+?1[ .-]?)?\(?[2-9]\d{2}\)?[ .-]?\d{3}[ .-]\d{4}")
 def wants_phone(words: list[str], schema: Mapping[str, Any]) -> bool:
     """Whether a property (its name's `words`, its `schema`) holds a phone number."""
     described = str(schema.get("description", ""))
-    if schema.get("format") == "phone" or _PHONE_WORDS & {*words, *split_name(described)} \
+    if schema.get("format") == "phone" or PHONE_WORDS & {*words, *split_name(described)} \
             or _E164.search(described):
         return True
     pattern = schema.get("pattern")

@@ -7,7 +7,7 @@ that direction by DIRECTION_BONUS."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from stackroute.server.routing.arguments.candidate import Candidate
@@ -17,6 +17,7 @@ from stackroute.server.routing.arguments.cues import (
     near,
     property_words,
 )
+from stackroute.server.routing.arguments.phones import PHONE_WORDS
 from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
 
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
@@ -43,15 +44,19 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     if not others:
         return found
     # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
-    # label of 15:38 for `data_sources`), an amount of money by none named for an id ("a
-    # check for $1.2k" is no `check_number`)
-    when = sorted({span for s, spans_of in labels.items()
-                   if WHEN_WORDS & set(property_words(s, {})) for span in spans_of})
-    not_ids = sorted({span for s, spans_of in labels.items()
-                      if not ID_NAME_ENDINGS & set(property_words(s, {})) for span in spans_of})
+    # label of 15:38 for `data_sources`), a phone number by one that takes a phone ("my
+    # number is +353…" is no `account_number`), an amount of money by none named for an id
+    # ("a check for $1.2k" is no `check_number`)
+    def labelled_by(takes: Callable[[set[str]], bool]) -> list[tuple[int, int]]:
+        return sorted({span for s, spans_of in labels.items()
+                       if takes(set(property_words(s, {}))) for span in spans_of})
+
+    when = labelled_by(lambda w: bool(WHEN_WORDS & w))
+    phones = labelled_by(lambda w: bool(PHONE_WORDS & w))
+    not_ids = labelled_by(lambda w: not ID_NAME_ENDINGS & w)
 
     def is_labelled(span: tuple[int, int], kind: str) -> bool:
-        labels = when if kind in ("date", "time") \
+        labels = when if kind in ("date", "time") else phones if kind == "phone" \
             else not_ids if kind == "number" and _MONEY_SIGN.match(request, span[0]) else others
         return near(span, labels, request) and not near(span, cues, request, before=True)
 

@@ -47,3 +47,11 @@ def test_digits_the_request_does_not_write_as_a_phone_number_are_none(
 def test_a_property_that_holds_no_phone_takes_none() -> None:
     found = candidates("account_number", {"type": "string"}, "call (512) 555-0187")
     assert [c for c in found if c.kind == "phone"] == []
+
+
+def test_a_phone_number_is_held_back_only_by_a_label_of_a_phone() -> None:
+    # a held-out telecom desk: "my number is +353-87-990-1123" was held back for `msisdn` as
+    # the value of `account_number` ("number" labels it)
+    found = candidates("msisdn", E164, "eircode t12 k8af, my number is +353-87-990-1123",
+                       siblings=("fault_type", "eircode", "account_number"))
+    assert found[0].value == "+353879901123" and found[0].prior >= 3.0
