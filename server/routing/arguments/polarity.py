@@ -33,7 +33,10 @@ _WEAK = {"include": True, "including": True, "no": False, "not": False,
 _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave", "flip",
                        "power", "shut"))
 _WORD = re.compile(r"[a-z']+|[.,;:!?]")
-_QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "required"))
+# words of a flag's name the request need not say where it says another: a qualifier ("only"
+# of `nonstop_only`), or the verb of what a flag adds ("include" of `includeInstallments`)
+_QUALIFIERS = frozenset(("only", "flag", "enabled", "included", "requested", "required",
+                         "include", "with", "show", "return"))
 # A flag that gives notice (`notify_customer`, `send_notification`): the request may ask for it
 # in other words, "let the customer know", "text the patient", "inform", "email everyone"; where
 # the flag names whom it tells, those words must tell them
@@ -73,8 +76,8 @@ def _says_name(request: str, words: Sequence[str]) -> bool:
     """Whether the request's words hold `words` one after another, each whole or (four
     letters or more) by its first four ("forced" says `force`; "run" alone is no `dry_run`),
     a linking verb or a function word allowed between two ("receipt *is* attached", "eligible
-    *for* rehire"); a qualifier of the name
-    ("only" of `nonstop_only`) need not be said where another word is."""
+    *for* rehire"); a qualifier of the name ("only" of `nonstop_only`) or the verb of what
+    it adds ("include" of `includeInstallments`) need not be said where another word is."""
     said = [w for w in re.findall(r"[a-z]+", request.lower())
             if w not in STOPWORDS]  # as the name's words: "eligible for
     #                                                        rehire" says eligible_for_rehire
