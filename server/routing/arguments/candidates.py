@@ -18,7 +18,6 @@ from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.countries import country_candidates
 from stackroute.server.routing.arguments.cues import (
-    STOPWORDS,
     joined_forms,
     label_positions,
     near,
@@ -27,8 +26,13 @@ from stackroute.server.routing.arguments.cues import (
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms, time_of
+from stackroute.server.routing.arguments.enums import enum_candidates, enum_matched
 from stackroute.server.routing.arguments.lists import list_candidates
-from stackroute.server.routing.arguments.measures import measure_candidates, measure_unit
+from stackroute.server.routing.arguments.measures import (
+    measure_candidates,
+    measure_unit,
+    unit_name,
+)
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
 from stackroute.server.routing.arguments.phones import phone_candidates, wants_phone
@@ -89,6 +93,7 @@ DATE_LABEL_BONUS = 0.5
 # What follows a colon to the end of the request is what to write ("a ticket in OPS: Disk full
 # on db-3"), for a property that holds free text; below a quote, which says so outright
 CLAUSE_PRIOR = 2.5
+_NUMBERED = re.compile(r"(?<![\w#])#\s?([A-Za-z0-9][\w-]*)")  # "check #5521", "order # A-77"
 _AFTER_COLON = re.compile(r":\s+(\S[^:\n]*?)[.!]?\s*$")
 _TEXT_WORDS = frozenset(("message", "summary", "text", "body", "content", "note", "notes",
                          "comment", "description", "reason", "caption", "title", "details"))
@@ -121,7 +126,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     cues = label_positions(text, naming.words, words, joined=naming.joined,
                            unless=naming.unless)
     if "enum" in schema:
-        found = _enum_candidates(schema["enum"], read) + _coded(name, schema, text)
+        found = enum_candidates(schema["enum"], read, siblings=siblings) \
+            + _coded(name, schema, text)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
     elif kind in ("integer", "number"):
@@ -156,48 +162,6 @@ def _coded(name: str, schema: Mapping[str, Any], text: str) -> list[Candidate]:
         + region_candidates(name, schema, text, prior=TYPED_PRIOR)
 
 
-def _enum_candidates(values: list[Any], read: RequestText) -> list[Candidate]:
-    """The enum values the request says: a word value by its words, a number by the
-    request's numbers ("2,500" is 2500, not 500); else every value below zero."""
-    request = read.text
-    lowered = request.lower()
-    tokens = set(re.findall(r"[a-z0-9]+", lowered))
-    numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
-    matched = []
-    for value in values:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            matched += [Candidate(value, _option_text(value), "enum", 2.0, n.span)
-                        for n in numbers if n.value == value][:1]
-            continue
-        text = str(value) if not isinstance(value, str) else value
-        phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
-        parts = phrase.split()
-        if phrase in STOPWORDS:  # "A" (a DNS record type) is not the article
-            if re.search(rf"\b{re.escape(text)}\b", request):
-                matched.append(Candidate(value, _option_text(value), "enum", prior=2.0))
-            continue
-        if phrase and (re.search(rf"\b{re.escape(phrase)}\b", lowered) or (parts and all(
-                p in tokens or any((t[:5] == p[:5] and len(p) >= 5)
-                                   or (len(p) >= 3 and t.startswith(p) and len(t) - len(p) <= 2)
-                                   for t in tokens)
-                for p in parts))):
-            matched.append(Candidate(value, _option_text(value), "enum", prior=2.0))
-    if matched:
-        return matched
-    return [Candidate(v, _option_text(v), "enum", prior=-1.0) for v in values]
-
-
-def enum_matched(found: list[Candidate]) -> bool:
-    """Whether the enum candidates are words of the request (not the whole enum as a menu)."""
-    return any(c.kind == "enum" and c.prior > 0 for c in found)
-
-
-def _option_text(value: Any) -> str:
-    import json
-
-    return value if isinstance(value, str) and value else json.dumps(value)
-
-
 def _units(schema: Mapping[str, Any]) -> frozenset[str]:
     """The units a number's description counts in, singular: the word after "in", "many" or
     "number of" ("The duration in minutes", "At or below this many units"); not any word of it
@@ -216,6 +180,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
     money = any(w in _MONEY_WORDS for w in words)
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
+    # the units it counts in: its description's, or one its name says (`lookback_years`)
+    named_units = {unit_name(w) for w in (*units, *words)}
     end = range_end(words)  # "140k-165k" for `salary_min`, `salary_max`
     out = []
     for number in read.numbers:
@@ -228,7 +194,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         labelled = near(number.span, cues, request, before=True) or ("age" in words and (
             _YEARS_OLD.match(request, number.span[1]) is not None
             or _AGED.search(request[:number.span[0]]) is not None)) or (
-            unit is not None and singular(unit[1].lower()) in units) or (  # "5 units"
+            unit is not None and unit_name(unit[1]) in named_units) or (  # "5 units", "5yr"
             number.is_money and priced) or (  # "$250" for a price in dollars
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
             people and _counts_people(request, number.span, unit)) or (
@@ -312,6 +278,10 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if _REASON_WORDS & set(words):
         out += [Candidate(m[2].strip(), m[2].strip(), "reason", TYPED_PRIOR, m.span(2))
                 for m in _AFTER_BECAUSE.finditer(request)]
+    for m in _NUMBERED.finditer(request):  # "check #5521": written to be copied
+        labelled = near(m.span(), cues, request, before=True)
+        out.append(Candidate(m[1], m[1], "id", LITERAL_PRIOR if labelled else LABEL_PRIOR,
+                             m.span()))
     out += [Candidate(lit.text, lit.text, "literal",
                       LITERAL_PRIOR + (1.5 if near(lit.span, cues, request, before=True) else 0),
                       lit.span) for lit in read.literals]

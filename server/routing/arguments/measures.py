@@ -104,6 +104,19 @@ def measure_candidates(read: RequestText, unit: str, *, is_integer: bool,
     return out
 
 
+# short forms of units that convert to no other here (a month is no fixed number of days)
+_SHORT_NAMES = {"yr": "year", "yrs": "year", "mo": "month", "mos": "month", "mth": "month",
+                "mths": "month", "wk": "week", "wks": "week", "hr": "hour", "hrs": "hour",
+                "min": "minute", "mins": "minute", "sec": "second", "secs": "second"}
+
+
+def unit_name(word: str) -> str:
+    """A unit word as a property's name or description would say it: singular, short forms
+    written out ("yrs" -> "year", "mins" -> "minute")."""
+    word = word.lower()
+    return _SHORT_NAMES.get(word, singular(word))
+
+
 def _unit(word: str) -> str | None:
     word = word.lower()
     word = _ALIASES.get(word, _ALIASES.get(singular(word), singular(word)))

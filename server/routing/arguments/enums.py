@@ -1,0 +1,91 @@
+"""Enum values the request says.
+
+A word value is said by its words ("burglar alarm" for `burglar_alarm`; each word whole, by
+its first five letters, or a short word with a short ending), a number value by the request's
+numbers ("2,500" is 2500, not the word "500"), a value that is a function word only as the
+schema writes it ("A", a DNS record type, not the article). A value the request turns from
+("instead of quarterly", "rather than", "switch from quarterly to …") is held back where it
+says another, and so is a word value that is the name of another property of the leaf ("my
+*email* changed" names the `email` property, not the channel `email`). With no value said,
+every value is offered below zero (the model's choice, or none).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.cues import STOPWORDS, property_words
+from stackroute.server.routing.arguments.request_text import RequestText
+
+SAID_PRIOR = 2.0  # an enum value the request says
+UNSAID_PRIOR = -1.0  # every value, where the request says none
+HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
+_TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s+|a\s+|an\s+)?$",
+                          re.IGNORECASE)
+
+
+def enum_candidates(values: list[Any], read: RequestText, *,
+                    siblings: Sequence[str] = ()) -> list[Candidate]:
+    """The enum `values` the request says, at SAID_PRIOR (HELD_PRIOR where held back); else
+    every value at UNSAID_PRIOR."""
+    request = read.text
+    lowered = request.lower()
+    numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
+    named = {" ".join(property_words(s, {})) for s in siblings}
+    said: list[tuple[Any, tuple[int, int] | None, bool]] = []  # value, where, another's name
+    for value in values:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            said += [(value, n.span, False) for n in numbers if n.value == value][:1]
+            continue
+        text = str(value)
+        phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
+        if phrase in STOPWORDS:  # "A" (a DNS record type) is not the article
+            found = re.search(rf"\b{re.escape(text)}\b", request)
+            span = found.span() if found else None
+        else:
+            span = _said(phrase, lowered) if phrase else None
+        if span is not None:
+            said.append((value, span, phrase in named))
+    if not said:
+        return [Candidate(v, option_text(v), "enum", prior=UNSAID_PRIOR) for v in values]
+    turned = {k for k, (_, span, _) in enumerate(said)
+              if span is not None and _TURNED_FROM.search(request[:span[0]])}
+    if len(turned) == len(said):
+        turned = set()  # nothing else said: "not quarterly" alone is still about quarterly
+    return [Candidate(value, option_text(value), "enum",
+                      HELD_PRIOR if k in turned or is_name else SAID_PRIOR)
+            for k, (value, _, is_name) in enumerate(said)]
+
+
+def _said(phrase: str, lowered: str) -> tuple[int, int] | None:
+    """Where the request says a word value: the phrase whole, or each of its words whole, by
+    its first five letters, or (three letters or more) with an ending of at most two (the
+    place of the first)."""
+    found = re.search(rf"\b{re.escape(phrase)}\b", lowered)
+    if found:
+        return found.span()
+    tokens = list(re.finditer(r"[a-z0-9]+", lowered))
+    places = []
+    for part in phrase.split():
+        place = next((t.span() for t in tokens if t[0] == part
+                      or (len(part) >= 5 and t[0][:5] == part[:5])
+                      or (len(part) >= 3 and t[0].startswith(part)
+                          and len(t[0]) - len(part) <= 2)), None)
+        if place is None:
+            return None
+        places.append(place)
+    return min(places) if places else None
+
+
+def enum_matched(found: list[Candidate]) -> bool:
+    """Whether the enum candidates are words of the request (not the whole enum as a menu)."""
+    return any(c.kind == "enum" and c.prior > 0 for c in found)
+
+
+def option_text(value: Any) -> str:
+    """An enum value as a menu option: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) and value else json.dumps(value)
