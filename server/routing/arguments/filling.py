@@ -145,6 +145,8 @@ class ArgumentFiller:
             else menus.checked(leaf, request.task)
         refused = [r for r in request.refused if r.leaf == leaf.path_str]
         read = read.refusing(refused)
+        if self.meaning is not None:  # "robbed" for `stolen`
+            read = read.meant(properties, self.meaning)
         required, order = list(read.required), list(read.order)
         filled = FilledArguments(arguments={}, text="{}", finish_reason="stop")
         conversation = _Conversation(request, leaf)

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stackroute.runtime.frames import RefusedArguments
 from stackroute.runtime.tree import Node
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import candidates, schema_of, topic_words
+from stackroute.server.routing.arguments.enums import UNSAID_PRIOR
+from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.request_text import RequestText
+
+MEANT_PRIOR = 1.0  # an enum value the request says in other words (enums.SAID_PRIOR: 2.0)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,27 @@ class ValueMenus:
             return self
         kept = {name: [c for c in found if (name, _key(c.value)) not in gone]
                 for name, found in self.by_property.items()}
+        return ValueMenus(self.leaf, self.task, self.required, self.order, kept)
+
+
+    def meant(self, properties: Mapping[str, Any], meaning: ValueMeaning) -> ValueMenus:
+        """These menus with each required enum of words the request says no value of given
+        the value it says in other words (`ValueMeaning.enum_value`: "robbed" for `stolen`)
+        at MEANT_PRIOR: above the values not said, below a value said. A required enum takes
+        some value, and this one over the first; an optional one stays out unless the request
+        says its value (by meaning, "morning" was `evening`, "the patient" `patient_request`
+        on held-out desks: an optional value made up)."""
+        kept = dict(self.by_property)
+        for name in self.required:
+            found = self.by_property[name]
+            enum = schema_of(properties.get(name)).get("enum")
+            if not isinstance(enum, list) or not all(isinstance(v, str) for v in enum) \
+                    or any(c.kind == "enum" and c.prior > UNSAID_PRIOR for c in found):
+                continue
+            value = meaning.enum_value(enum, self.task)
+            if value is not None:
+                kept[name] = sorted((replace(c, prior=MEANT_PRIOR) if c.value == value else c
+                                     for c in found), key=lambda c: -c.prior)
         return ValueMenus(self.leaf, self.task, self.required, self.order, kept)
 
 
