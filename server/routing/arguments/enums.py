@@ -5,8 +5,9 @@ its first five letters, or a short word with a short ending), a number value by 
 numbers ("2,500" is 2500, not the word "500"), a value that is a function word only as the
 schema writes it ("A", a DNS record type, not the article). A value the request turns from
 ("instead of quarterly", "rather than", "switch from quarterly to …") is held back where it
-says another, and so is a word value that is the name of another property of the leaf ("my
-*email* changed" names the `email` property, not the channel `email`). With no value said,
+says another, and so is a word value that is the name of another property of the leaf, owned
+or counted ("my *email* changed" names the `email` property, not the channel `email`; "alerts
+by email" is the channel). With no value said,
 every value is offered below zero (the model's choice, or none).
 """
 
@@ -24,6 +25,10 @@ from stackroute.server.routing.arguments.request_text import RequestText
 SAID_PRIOR = 2.0  # an enum value the request says
 UNSAID_PRIOR = -1.0  # every value, where the request says none
 HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
+# a word that names another property is that property's label where something owns or
+# counts it ("my email changed", "a new email a@b.ie"), not after "by" ("alerts by email")
+_OWNED = re.compile(r"\b(?:my|your|his|her|their|our|the|new|a|an|its)\s+(?:new\s+)?$",
+                    re.IGNORECASE)
 _TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s+|a\s+|an\s+)?$",
                           re.IGNORECASE)
 
@@ -49,7 +54,8 @@ def enum_candidates(values: list[Any], read: RequestText, *,
         else:
             span = _said(phrase, lowered) if phrase else None
         if span is not None:
-            said.append((value, span, phrase in named))
+            owned = _OWNED.search(request[:span[0]]) is not None
+            said.append((value, span, phrase in named and owned))
     if not said:
         return [Candidate(v, option_text(v), "enum", prior=UNSAID_PRIOR) for v in values]
     turned = {k for k, (_, span, _) in enumerate(said)

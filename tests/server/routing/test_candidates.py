@@ -499,8 +499,13 @@ def test_an_enum_word_that_names_a_sibling_is_its_label() -> None:
                        "my email changed, its now aoife@examplemail.ie", siblings=("email",))
     assert [c.value for c in found if c.prior > 0] == []
     found = candidates("preferredChannel", {"type": "string", "enum": ["email", "sms"]},
-                       "send it by email")
+                       "send it by email", siblings=("email",))
     assert [c.value for c in found if c.prior > 0] == ["email"]
+    # a held-out utility: "outage alerts by text and email" is the channel, not the address
+    found = candidates("channels", {"type": "array", "items": {
+        "type": "string", "enum": ["sms", "email", "voice"]}},
+        "Sign account 3817-4402-90 up for outage alerts by text and email.", siblings=("email",))
+    assert [c.value for c in found] == [["email"]]
 
 
 @pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
