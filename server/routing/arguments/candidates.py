@@ -206,6 +206,10 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     unit = measure_unit(words, units)
     if unit is not None:  # "an hour", "2 hours" for a property counting minutes
         out += measure_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)
+    if words and words[-1] in ("year", "month"):  # "Aug 2027" for `year`, `month`
+        out += [Candidate(part, str(part), "number", LABEL_PRIOR, d.span) for d in read.dates
+                if d.day is None  # a month (a whole date's year is seldom the property's)
+                and (part := d.year if words[-1] == "year" else d.month) is not None]
     return out
 
 

@@ -25,6 +25,7 @@ _DATE_PATTERNS = [
     re.compile(r"\b(?P<year>\d{4})-(?P<mnum>\d{1,2})-(?P<day>\d{1,2})\b"),
     re.compile(r"\b(?P<year>\d{4})/(?P<mnum>\d{1,2})/(?P<day>\d{1,2})\b"),
     re.compile(r"\b(?P<mnum>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4})\b"),  # US order
+    re.compile(r"\b(?P<mnum>\d{1,2})/(?P<day>\d{1,2})/(?P<yy>\d{2})\b(?!/)"),  # "2/9/27"
     re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),  # a month: day left out
@@ -95,7 +96,8 @@ def find_dates(text: str) -> list[FoundDate]:
             day = int(groups["day"]) if groups.get("day") else None
             if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
                 continue
-            year = int(groups["year"]) if groups.get("year") else None
+            year = int(groups["year"]) if groups.get("year") else \
+                2000 + int(groups["yy"]) if groups.get("yy") else None
             out.append(FoundDate(year, month, day, match[0], match.span()))
     return _days_alone(_ranges_share_years(sorted(out, key=lambda d: d.span), text), text)
 

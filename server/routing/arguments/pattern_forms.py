@@ -1,6 +1,7 @@
 """Ids and codes written in another form than the property's pattern takes: in groups ("DE89
-3704 0044 0532 0130 00" for an IBAN), in lower case ("trk-207" for `^TRK-[0-9]{3}$`). Written
-to be copied, so each is offered as the pattern writes it, at a literal's prior."""
+3704 0044 0532 0130 00" for an IBAN, "3390 1145 72" for a pattern of dashed groups), in lower
+case ("trk-207" for `^TRK-[0-9]{3}$`). Written to be copied, so each is offered as the pattern
+writes it, at a literal's prior."""
 
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ def pattern_forms(found: list[Candidate], pattern: str, *, prior: float) -> list
 
 def _grouped(found: list[Candidate], pattern: str, prior: float) -> list[Candidate]:
     """A value written in groups, each with a digit ("DE89 3704 0044 0532 0130 00", "4111 1111
-    1111 1111"), that the property's pattern takes only without its spaces: written to be
-    copied, as the pattern takes it (the longest such run)."""
+    1111 1111", "3390 1145 72"), that the property's pattern takes only without its spaces or
+    with dashes for them: written to be copied, as the pattern takes it (the longest such
+    run)."""
     out = []
     for c in found:
         groups = c.text.split(" ")
         if c.kind in ("span", "id") and len(groups) > 1 and not matches(pattern, c.text) \
                 and all(g.isalnum() and any(ch.isdigit() for ch in g) for g in groups):
-            joined = "".join(groups)
-            if matches(pattern, joined):
+            joined = next((j for j in ("".join(groups), "-".join(groups))
+                           if matches(pattern, j)), None)
+            if joined is not None:
                 out.append(Candidate(joined, joined, "id", prior, c.span))
     # the whole value, not its first groups ("DE89 3704 0044 0532" of an IBAN)
     return [c for c in out if not any(o.span != c.span and o.span[0] <= c.span[0]

@@ -469,6 +469,29 @@ def test_an_id_in_groups_written_in_lower_case_is_taken_as_its_pattern_writes_it
     assert found[0].value == "T12 K8AF"
 
 
+@pytest.mark.parametrize(("name", "schema", "request_text", "value"), [
+    # a held-out utility: account numbers of digit groups ("4471-0082-15") were plain words,
+    # held back, and asked for; one written with spaces ("3390 1145 72") is taken with the
+    # dashes its pattern writes
+    ("accountNumber", {"type": "string", "pattern": "^\\d{4}-\\d{4}-\\d{2}$"},
+     "solar export credits for 4471-0082-15, Aug 2027", "4471-0082-15"),
+    ("account_number", {"type": "string", "pattern": "^\\d{4}-\\d{4}-\\d{2}$"},
+     "serial on it says EM40718825. account 3390 1145 72. can someone come test it",
+     "3390-1145-72"),
+    # a date with a two-digit year, in the US order
+    ("reading_date", {"type": "string", "format": "date"}, "gas read 04812, acct 1207-3349-81, "
+     "taken 2/9/27", "2027-02-09"),
+    # a year or a month the request gives in a date, for an integer property that holds one
+    ("year", {"type": "integer", "minimum": 2015}, "solar export credits, Aug 2027", 2027),
+    ("month", {"type": "integer", "minimum": 1, "maximum": 12}, "solar export credits, Aug 2027",
+     8),
+])
+def test_ids_dates_and_their_parts_are_read_as_their_property_takes_them(
+        name: str, schema: dict[str, Any], request_text: str, value: Any) -> None:
+    found = candidates(name, schema, request_text)
+    assert found[0].value == value and found[0].prior >= 2.0
+
+
 def test_an_amount_of_money_is_no_ids_value() -> None:
     # a held-out insurer: "a check for $1.2k" was held back for `amount_cents` as the value
     # of `check_number` ("check" labels it), and "20 yrs" taken instead
