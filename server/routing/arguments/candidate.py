@@ -11,6 +11,6 @@ class Candidate:
     value: Any  # the JSON value the argument takes
     text: str  # the option the model chooses (unique per property)
     kind: str  # number | date | time | enum | email | phone | id | quoted | reason | literal | span
-    #            | boolean | list | country | currency | region
+    #            | boolean | list | country | currency | region | term
     prior: float = 0.0  # logit bias for the constrained choice
     span: tuple[int, int] | None = None  # where the request holds it (None: not literally)

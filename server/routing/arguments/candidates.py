@@ -39,6 +39,7 @@ from stackroute.server.routing.arguments.phones import phone_candidates, wants_p
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.regions import region_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
+from stackroute.server.routing.arguments.seasons import term_candidates
 from stackroute.server.routing.arguments.sibling_labels import (
     WHEN_WORDS,
     directed,
@@ -155,11 +156,12 @@ def schema_of(prop: Any) -> Mapping[str, Any]:
 
 
 def _coded(name: str, schema: Mapping[str, Any], text: str) -> list[Candidate]:
-    """The countries, currencies, states and provinces the request names, as the codes the
-    property wants (none where it wants no code)."""
+    """The countries, currencies, states and provinces and the terms (season and year) the
+    request names, as the codes the property wants (none where it wants no code)."""
     return country_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
-        + region_candidates(name, schema, text, prior=TYPED_PRIOR)
+        + region_candidates(name, schema, text, prior=TYPED_PRIOR) \
+        + term_candidates(schema, text, prior=TYPED_PRIOR)
 
 
 def _units(schema: Mapping[str, Any]) -> frozenset[str]:

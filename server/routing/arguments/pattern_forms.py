@@ -36,12 +36,13 @@ def _grouped(found: list[Candidate], pattern: str, prior: float) -> list[Candida
 
 
 def _cased(found: list[Candidate], pattern: str, prior: float) -> list[Candidate]:
-    """An id written in lower case ("trk-207", "t12 k8af": a word with a digit, or words
-    each with one) that the property's pattern takes only in capitals ("^TRK-[0-9]{3}$"), as
-    the pattern writes it. A word without a digit keeps its case ("the" is no code)."""
+    """An id written in lower case ("trk-207", "t12 k8af", "econ 3400": words of letters and
+    digits, a digit among them) that the property's pattern takes only in capitals
+    ("^TRK-[0-9]{3}$"), as the pattern writes it. Words without a digit keep their case
+    ("the" is no code)."""
     return [Candidate(c.text.upper(), c.text.upper(), "id", prior, c.span)
-            for c in found if c.kind in ("span", "id")
-            and all(any(ch.isdigit() for ch in group) for group in c.text.split(" "))
+            for c in found if c.kind in ("span", "id") and any(ch.isdigit() for ch in c.text)
+            and all(group.replace("-", "").isalnum() for group in c.text.split(" "))
             and not matches(pattern, c.text) and matches(pattern, c.text.upper())]
 
 

@@ -293,6 +293,10 @@ def test_a_value_written_in_groups_is_taken_as_its_pattern_takes_it(
     # a held-out logistics desk: "where is trk-207 right now??" left `truck_id` to be asked
     ({"type": "string", "pattern": "^TRK-[0-9]{3}$"}, "where is trk-207 right now??", "TRK-207"),
     ({"type": "string", "pattern": "^INC[0-9]+$"}, "close inc0042 please", "INC0042"),
+    # a held-out registrar: "a prereq override for econ 3400" for a course code
+    ({"type": "string", "pattern": "^[A-Z]{2,5}[ -][0-9]{3,4}[A-Z]?$"},
+     "so prof moreno said she'd sign off on a prereq override for econ 3400 this fall",
+     "ECON 3400"),
 ])
 def test_an_id_written_in_lower_case_is_taken_as_its_pattern_writes_it(
         schema: dict[str, Any], request_text: str, value: str) -> None:

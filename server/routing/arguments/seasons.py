@@ -1,0 +1,52 @@
+"""Terms a request names by season and year ("Fall 2027", "spring 2027", "fall 27", "this fall
+(2027)"), as the code a property takes: an enum value or a pattern's form among the usual ways
+of writing one ("2027FA", "FA2027", "FA27", "2027-FA", "Fall 2027"). Nothing is offered where the
+property takes none of them, or the request names a season without its year.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.pattern_forms import matches
+
+_SEASONS = {"fall": ("FA", "F", "FALL", "Fall"), "autumn": ("FA", "F", "FALL", "Fall"),
+            "spring": ("SP", "S", "SPR", "Spring"), "summer": ("SU", "SUM", "Summer"),
+            "winter": ("WI", "W", "WIN", "Winter")}
+_TERM = re.compile(r"\b(?P<season>fall|autumn|spring|summer|winter)(?:\s+(?:term|semester|"
+                   r"quarter|session))?[\s,(]*'?(?P<year>(?:19|20)\d\d|\d\d)\b(?!\s*[:%])",
+                   re.IGNORECASE)
+
+
+def term_candidates(schema: Mapping[str, Any], text: str, *, prior: float) -> list[Candidate]:
+    """The terms `text` names, each in the first form the property takes, at `prior`.
+
+    >>> [c.value for c in term_candidates({"enum": ["2027SP", "2027FA"]}, "fall 2027",
+    ...                                   prior=3.0)]
+    ['2027FA']
+    """
+    enum = schema.get("enum")
+    pattern = schema.get("pattern")
+    if not isinstance(enum, list) and not isinstance(pattern, str):
+        return []
+    out = []
+    for match in _TERM.finditer(text):
+        year = match["year"]
+        year = year if len(year) == 4 else "20" + year
+        takes = (lambda f: f in enum) if isinstance(enum, list) \
+            else (lambda f: matches(str(pattern), f))
+        form = next((f for f in _forms(match["season"].lower(), year) if takes(f)), None)
+        if form is not None:
+            out.append(Candidate(form, form, "enum" if isinstance(enum, list) else "term",
+                                 prior, match.span()))
+    return out
+
+
+def _forms(season: str, year: str) -> list[str]:
+    codes = _SEASONS[season]
+    return [f for code in codes for f in (f"{year}{code}", f"{code}{year}", f"{code}{year[2:]}",
+                                          f"{year[2:]}{code}", f"{year}-{code}", f"{code} {year}",
+                                          f"{year} {code}")]
