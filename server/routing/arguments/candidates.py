@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from stackroute.runtime.schemas import value_checker
 from stackroute.server.embeddings.words import STOP_WORDS, singular
+from stackroute.server.routing.arguments.addresses import address_candidates, wants_address
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.countries import country_candidates
 from stackroute.server.routing.arguments.cues import (
@@ -39,7 +41,7 @@ from stackroute.server.routing.arguments.phones import phone_candidates, wants_p
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.regions import region_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
-from stackroute.server.routing.arguments.seasons import term_candidates
+from stackroute.server.routing.arguments.seasons import names_a_term, term_candidates
 from stackroute.server.routing.arguments.sibling_labels import (
     WHEN_WORDS,
     directed,
@@ -91,6 +93,7 @@ TYPED_PRIOR = 3.0
 # a date its property's name labels: above the request's other dates, which every date
 # property takes at TYPED_PRIOR (a sibling's label holds it back by SIBLING_PENALTY)
 DATE_LABEL_BONUS = 0.5
+PIECE_PENALTY = 2.0  # a piece of a value the property takes whole (a street address)
 # What follows a colon to the end of the request is what to write ("a ticket in OPS: Disk full
 # on db-3"), for a property that holds free text; below a quote, which says so outright
 CLAUSE_PRIOR = 2.5
@@ -135,6 +138,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
         found = _number_candidates(kind, read, cues, words, schema)
     elif kind in ("string", None):
         found = _coded(name, schema, text) + _string_candidates(schema, read, cues, words, topic)
+        if wants_address(words, schema):  # "77 harbor view ln apt 3, san diego ca 92101"
+            found = _whole(found, address_candidates(text, siblings, prior=TYPED_PRIOR))
     elif kind == "array":
         found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
                                 element=candidates)
@@ -161,7 +166,16 @@ def _coded(name: str, schema: Mapping[str, Any], text: str) -> list[Candidate]:
     return country_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + region_candidates(name, schema, text, prior=TYPED_PRIOR) \
-        + term_candidates(schema, text, prior=TYPED_PRIOR)
+        + term_candidates(name, schema, text, prior=TYPED_PRIOR)
+
+
+def _whole(found: list[Candidate], wholes: list[Candidate]) -> list[Candidate]:
+    """`found` and `wholes` (values of several words the property takes whole: a street
+    address), the pieces of a whole in `found` held back by PIECE_PENALTY ("1200" of "1200
+    Elm Street, Springfield, IL 62704")."""
+    spans = [w.span for w in wholes if w.span is not None]
+    return wholes + [replace(c, prior=c.prior - PIECE_PENALTY) if c.span is not None and any(
+        a <= c.span[0] and c.span[1] <= b for a, b in spans) else c for c in found]
 
 
 def _units(schema: Mapping[str, Any]) -> frozenset[str]:
@@ -293,8 +307,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                       lit.span) for lit in read.literals]
     out += spans(read, cues, words, wants_date=wants_date, topic=topic)
     if pattern:
-        out = [c for c in out if matches(pattern, c.text)] \
-            + pattern_forms(out, pattern, prior=LITERAL_PRIOR)
+        out = [c for c in out if matches(pattern, c.text)] + [
+            c for c in pattern_forms(out, pattern, prior=LITERAL_PRIOR)
+            if not names_a_term(c.text)]  # "fall 2027" is no course code "FALL 2027"
     return out
 
 

@@ -1,6 +1,7 @@
 """Terms a request names by season and year ("Fall 2027", "spring 2027", "fall 27", "this fall
 (2027)"), as the code a property takes: an enum value or a pattern's form among the usual ways
-of writing one ("2027FA", "FA2027", "FA27", "2027-FA", "Fall 2027"). Nothing is offered where the
+of writing one ("2027FA", "FA2027", "FA27", "2027-FA", "Fall 2027"), for a property whose name or
+description speaks of a term (a semester, a season, a session). Nothing is offered where the
 property takes none of them, or the request names a season without its year.
 """
 
@@ -10,9 +11,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from stackroute.server.embeddings.words import split_name
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.pattern_forms import matches
 
+_TERM_WORDS = frozenset(("term", "terms", "semester", "semesters", "season", "session",
+                         "quarter", "trimester", "intake"))
 _SEASONS = {"fall": ("FA", "F", "FALL", "Fall"), "autumn": ("FA", "F", "FALL", "Fall"),
             "spring": ("SP", "S", "SPR", "Spring"), "summer": ("SU", "SUM", "Summer"),
             "winter": ("WI", "W", "WIN", "Winter")}
@@ -21,16 +25,20 @@ _TERM = re.compile(r"\b(?P<season>fall|autumn|spring|summer|winter)(?:\s+(?:term
                    re.IGNORECASE)
 
 
-def term_candidates(schema: Mapping[str, Any], text: str, *, prior: float) -> list[Candidate]:
-    """The terms `text` names, each in the first form the property takes, at `prior`.
+def term_candidates(name: str, schema: Mapping[str, Any], text: str, *,
+                    prior: float) -> list[Candidate]:
+    """The terms `text` names, each in the first form property `name` takes, at `prior`,
+    where its name or description speaks of a term (a course code's pattern may take "FA
+    2027" too).
 
-    >>> [c.value for c in term_candidates({"enum": ["2027SP", "2027FA"]}, "fall 2027",
+    >>> [c.value for c in term_candidates("term", {"enum": ["2027SP", "2027FA"]}, "fall 2027",
     ...                                   prior=3.0)]
     ['2027FA']
     """
     enum = schema.get("enum")
     pattern = schema.get("pattern")
-    if not isinstance(enum, list) and not isinstance(pattern, str):
+    said = set(split_name(name)) | set(split_name(str(schema.get("description", ""))))
+    if (not isinstance(enum, list) and not isinstance(pattern, str)) or not said & _TERM_WORDS:
         return []
     out = []
     for match in _TERM.finditer(text):
@@ -43,6 +51,11 @@ def term_candidates(schema: Mapping[str, Any], text: str, *, prior: float) -> li
             out.append(Candidate(form, form, "enum" if isinstance(enum, list) else "term",
                                  prior, match.span()))
     return out
+
+
+def names_a_term(text: str) -> bool:
+    """Whether `text` is a season and a year ("fall 2027"): a term, no code of another kind."""
+    return _TERM.fullmatch(text.strip()) is not None
 
 
 def _forms(season: str, year: str) -> list[str]:

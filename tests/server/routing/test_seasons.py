@@ -37,3 +37,10 @@ def test_a_list_of_terms_takes_the_terms_named() -> None:
 
 def test_a_season_without_a_year_names_no_term() -> None:
     assert [c for c in candidates("term", TERMS, "drop it this spring") if c.prior > 0] == []
+
+
+def test_a_property_that_holds_no_term_takes_none() -> None:
+    # a course code's pattern takes "FA 2027" too: it is no term
+    course = {"type": "string", "pattern": "^[A-Z]{2,5}[ -][0-9]{3,4}[A-Z]?$"}
+    found = candidates("course_code", course, "register for section 002 of MATH 2210 for Fall 2027")
+    assert found[0].value == "MATH 2210"
