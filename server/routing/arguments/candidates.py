@@ -36,7 +36,11 @@ from stackroute.server.routing.arguments.measures import (
     unit_name,
 )
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
-from stackroute.server.routing.arguments.pattern_forms import matches, pattern_forms
+from stackroute.server.routing.arguments.pattern_forms import (
+    is_structured,
+    matches,
+    pattern_forms,
+)
 from stackroute.server.routing.arguments.phones import phone_candidates, wants_phone
 from stackroute.server.routing.arguments.polarity import boolean_candidates
 from stackroute.server.routing.arguments.regions import region_candidates
@@ -310,6 +314,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         out = [c for c in out if matches(pattern, c.text)] + [
             c for c in pattern_forms(out, pattern, prior=LITERAL_PRIOR)
             if not names_a_term(c.text)]  # "fall 2027" is no course code "FALL 2027"
+        if is_structured(pattern):  # "STAT 2000" for `^[A-Z]{2,5}[ -][0-9]{3,4}$`: an id
+            out = [replace(c, kind="id", prior=max(c.prior, LITERAL_PRIOR)) if c.kind == "span"
+                   else c for c in out]
     return out
 
 

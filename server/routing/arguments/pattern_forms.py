@@ -9,6 +9,8 @@ import re
 
 from stackroute.server.routing.arguments.candidate import Candidate
 
+_PLAIN = ("abc", "Abc def", "12345", "AB", "ABCD", "A1", "1")
+
 
 def pattern_forms(found: list[Candidate], pattern: str, *, prior: float) -> list[Candidate]:
     """The candidates of `found` the pattern refuses as written and takes in another form,
@@ -44,6 +46,14 @@ def _cased(found: list[Candidate], pattern: str, prior: float) -> list[Candidate
             for c in found if c.kind in ("span", "id") and any(ch.isdigit() for ch in c.text)
             and all(group.replace("-", "").isalnum() for group in c.text.split(" "))
             and not matches(pattern, c.text) and matches(pattern, c.text.upper())]
+
+
+def is_structured(pattern: str) -> bool:
+    """Whether `pattern` writes an id of its own shape: it takes no word, no phrase, no number
+    and no short code ("abc", "Abc def", "12345", "AB", "ABCD", "A1"), as `^POL-[0-9]{7}$`
+    or a course code's `^[A-Z]{2,5}[ -][0-9]{3,4}$` do. A span it takes was written to be
+    copied."""
+    return not any(matches(pattern, t) for t in _PLAIN)
 
 
 def matches(pattern: str, text: str) -> bool:

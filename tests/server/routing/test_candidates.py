@@ -496,6 +496,17 @@ def test_ids_dates_and_their_parts_are_read_as_their_property_takes_them(
     assert found[0].value == value and found[0].prior >= 2.0
 
 
+def test_a_span_a_structured_pattern_takes_is_an_id_written_to_be_copied() -> None:
+    # a held-out registrar: "any online sections of STAT 2000" left the optional course code
+    # out; a pattern that takes no word, number or short code takes an id
+    course = {"type": "string", "pattern": "^[A-Z]{2,5}[ -][0-9]{3,4}[A-Z]?$"}
+    found = candidates("course_code", course, "Are there any online sections of STAT 2000?")
+    assert (found[0].value, found[0].kind) == ("STAT 2000", "id") and found[0].prior >= 3.0
+    # a pattern that takes a short code ("OK", "AM") leaves the words it takes as they are
+    found = candidates("scac", {"type": "string", "pattern": "^[A-Z]{2,4}$"}, "OK ship it")
+    assert all(c.kind != "id" for c in found)
+
+
 def test_an_amount_of_money_is_no_ids_value() -> None:
     # a held-out insurer: "a check for $1.2k" was held back for `amount_cents` as the value
     # of `check_number` ("check" labels it), and "20 yrs" taken instead
