@@ -18,8 +18,9 @@ from stackroute.server.routing.arguments.request_text import RequestText
 
 MAX_SPAN_WORDS = 6
 # an id: letters and digits, four digits or more, or three groups of digits or more joined by
-# dashes ("4471-0082-15"; two are a range, "12-15 years")
-_IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}|\d+(?:-\d+){2,}")
+# dashes ("4471-0082-15"; two are a range, "12-15 years"; a date's are no id, "2027-05-17")
+_IDLIKE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_#-]{3,}|#?\d{4,}"
+                     r"|(?!\d{4}-\d\d?-\d\d?$|\d\d?-\d\d?-\d{2,4}$)\d+(?:-\d+){2,}")
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?-[a-z]+")  # a number joined to its unit: "90-day", "3-night"
 _NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",

@@ -507,6 +507,15 @@ def test_a_span_a_structured_pattern_takes_is_an_id_written_to_be_copied() -> No
     assert all(c.kind != "id" for c in found)
 
 
+def test_a_date_is_no_id() -> None:
+    # dashed digit groups are an id ("4471-0082-15"); a date's are not: "2027-05-17" was
+    # offered third for a member id after the dashed-id rule
+    found = candidates("member_id", {"type": "string"},
+                       "Is P-27765 still covered by Aetna for the visit on 2027-05-17? "
+                       "Member ID W284719033")
+    assert [c.kind for c in found if c.text == "2027-05-17"] == ["span"]
+
+
 def test_an_amount_of_money_is_no_ids_value() -> None:
     # a held-out insurer: "a check for $1.2k" was held back for `amount_cents` as the value
     # of `check_number` ("check" labels it), and "20 yrs" taken instead
