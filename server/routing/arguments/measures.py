@@ -5,9 +5,9 @@ A property counts time, mass, length, data or money in a unit its name or its de
 kg"). A request may give the measure in another unit of the same kind ("2 hours", "22.5
 tonnes", "500 MB", "$1.2k" for cents) or, for time, in words ("an hour", "half an hour", "a
 week"): the value is the measure in the property's unit, labelled as a number in that unit
-would be. Only units that convert exactly (no pounds to kilograms), and only to whole units or
-halves. An amount of money is one written with a currency sign or word; its cents are a
-hundredth of it, whatever the currency.
+would be. Only units that convert exactly and mean one size (no pounds to kilograms, no "ton":
+907 kg in the US), and only to whole units or halves. An amount of money is one written with a
+currency sign or word; its cents are a hundredth of it, whatever the currency.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ _UNITS = {
 }
 _ALIASES = {
     "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour",
-    "hrs": "hour", "gram": "g", "kilogram": "kg", "kilo": "kg", "kgs": "kg", "ton": "tonne",
-    "t": "tonne", "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
+    "hrs": "hour", "gram": "g", "kilogram": "kg", "kilo": "kg", "kgs": "kg", "t": "tonne",
+    "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
     "metre": "m", "meter": "m", "kilometre": "km", "kilometer": "km", "kms": "km",
     "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb", "gig": "gb", "terabyte": "tb",
     "dollar": "money", "usd": "money", "euro": "money", "eur": "money", "buck": "money",

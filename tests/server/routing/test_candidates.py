@@ -357,6 +357,8 @@ def test_a_measure_is_not_converted_across_kinds_nor_to_a_fraction() -> None:
     # kilograms are no kilometres; 1,234 g is 1.234 kg, neither whole nor a half
     metres = {"type": "number", "description": "Distance in metres"}
     assert [c.value for c in candidates("distance", metres, "a 5 kg parcel")] == [5]
+    # a "ton" is 907 kg in the US and 1,000 elsewhere: not converted (a "tonne" is)
+    assert [c.value for c in candidates("weight_kg", {"type": "number"}, "about 2 tons")] == [2]
     assert 1.234 not in [c.value for c in candidates("weight_kg", {"type": "number"},
                                                       "a 1,234 g parcel")]
 
