@@ -35,6 +35,7 @@ from stackroute.server.routing.arguments.measures import (
     measure_unit,
     unit_name,
 )
+from stackroute.server.routing.arguments.money import MONEY_WORD
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.pattern_forms import (
     is_structured,
@@ -74,8 +75,6 @@ _LANGUAGE = re.compile(r"\b(?:English|French|Spanish|German|Italian|Portuguese|D
 _YEARS_OLD = re.compile(r"\s*-?\s*years?[\s-]+old\b", re.IGNORECASE)
 _AGED = re.compile(r"\baged\s+$", re.IGNORECASE)
 LABEL_PRIOR = 2.0  # a number its property's name, unit or currency labels ("$250" in dollars)
-# A description that prices in a currency: an amount of money ("$250") is in its unit
-_PRICED = re.compile(r"\b(?:dollars?|usd|euros?|eur|pounds? sterling|gbp|yen|jpy)\b")
 _UNIT_IN = re.compile(r"\b(?:in|many|number of)\s+(?:square\s+|cubic\s+|us\s+)?([a-z]+)")
 # An amount written with its cents ("25.50", "1,299.00") is money for a property that holds it
 _CENTS = re.compile(r"\d[\d,]*\.\d\d")
@@ -197,7 +196,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
                        words: list[str], schema: Mapping[str, Any]) -> list[Candidate]:
     request, blocked = read.text, read.when
     units = _units(schema)
-    priced = bool(_PRICED.search(str(schema.get("description", "")).lower()))
+    # a description that prices in a currency: an amount of money ("$250") is in its unit
+    priced = bool(MONEY_WORD.search(str(schema.get("description", ""))))
     money = any(w in _MONEY_WORDS for w in words)
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
     # the units it counts in: its description's, or one its name says (`lookback_years`)

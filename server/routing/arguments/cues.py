@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from stackroute.server.embeddings.words import split_name
+from stackroute.server.routing.arguments.money import MONEY_WORD
 
 STOPWORDS = frozenset("""a an the of to in on at for from by with and or but is are be as
 into about than then that this these those it its my me i you your we our please can could
@@ -20,7 +21,7 @@ whether while because""".split())  # noqa: SIM905
 QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
 # between a value and its property's name after it: nothing ("the Sales team"), "as"
 # ("PayPal as your payment method"), or an amount's currency word ("a 2,500 dollar deductible")
-LABELS_BEFORE = re.compile(r"(?:as(?: (?:the|your|a|an|my|our))?|dollars?|euros?|usd|eur|gbp)?")
+LABELS_BEFORE = re.compile(rf"(?:as(?: (?:the|your|a|an|my|our))?|{MONEY_WORD.pattern})?")
 # a place preposition between a property's name and a name after it: the name says where
 # ("a facial treatment at Tranquil Wellness Center", "jobs in Berlin"), not the value
 _WHERE = frozenset(("at", "in", "near", "from", "within", "around", "inside"))

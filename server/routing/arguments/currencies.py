@@ -21,14 +21,11 @@ import pycountry
 from stackroute.server.embeddings.words import split_name
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.countries import capitals_length
+from stackroute.server.routing.arguments.money import DOLLAR, MONEY_WORD, money_word
 
 _CODE = re.compile(r"(?<![\w-])[A-Z]{3}(?![\w-])")
 _SIGN = re.compile(r"(?<![\w$])(?P<country>[A-Z]{1,2})?(?P<sign>[$€£₹])\s?\d")
-_WORD = re.compile(r"\b(?P<word>dollars?|bucks|euros?|sterling|yen|yuan|renminbi)\b",
-                   re.IGNORECASE)
 _SIGNS = {"€": "EUR", "£": "GBP", "₹": "INR"}
-_WORDS = {"euro": "EUR", "euros": "EUR", "sterling": "GBP", "yen": "JPY", "yuan": "CNY",
-          "renminbi": "CNY"}
 # who a dollar is, by the letters before its sign or the words before its name
 _DOLLAR_SIGNS = {None: "USD", "US": "USD", "C": "CAD", "CA": "CAD", "A": "AUD", "AU": "AUD",
                  "NZ": "NZD", "HK": "HKD", "S": "SGD", "SG": "SGD"}
@@ -67,11 +64,11 @@ def currency_candidates(name: str, schema: Mapping[str, Any], text: str, *,
             _SIGNS[sign] if m["country"] is None else None
         if code is not None:
             found.append((code, m.span("sign")))
-    for m in _WORD.finditer(text):
-        word = m["word"].lower()
-        code = _dollar(text[:m.start()]) if word in ("dollar", "dollars", "bucks") \
-            else _WORDS[word]
-        if code is not None:
+    for m in MONEY_WORD.finditer(text):
+        code = money_word(m[0])
+        if code == DOLLAR:
+            code = _dollar(text[:m.start()])
+        if code is not None and m.span() not in [span for _, span in found]:
             found.append((code, m.span()))
     return [Candidate(code, code, "currency", prior, span)
             for code, span in sorted(found, key=lambda f: f[1])]

@@ -310,7 +310,7 @@ def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) ->
     ...     "properties": {"payee": {"type": "string"}, "amount": {"type": "number"}}})
     >>> [value_coverage(leaf, t) for t in ("Send 500 dollars to Asha", "Send money to Asha",
     ...                                    "Hi there, how are you doing today?")]
-    [0.0, -4.0, -4.0]
+    [1.0, -4.0, -4.0]
     """
     schema: Mapping[str, Any] = leaf.parameters or {}
     properties: Mapping[str, Any] = schema.get("properties") or {}

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from stackroute.server.embeddings.words import singular
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.money import money_word
 from stackroute.server.routing.arguments.numbers import UNIT_AFTER
 from stackroute.server.routing.arguments.request_text import RequestText
 
@@ -43,8 +44,6 @@ _ALIASES = {
     "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
     "metre": "m", "meter": "m", "kilometre": "km", "kilometer": "km", "kms": "km",
     "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb", "gig": "gb", "terabyte": "tb",
-    "dollar": "money", "usd": "money", "euro": "money", "eur": "money", "buck": "money",
-    "gbp": "money",
 }
 # a property's unit is a word of two letters or more ("m" or "t" of a name says nothing)
 _NAMED = 2
@@ -118,6 +117,8 @@ def unit_name(word: str) -> str:
 
 
 def _unit(word: str) -> str | None:
+    if money_word(word) is not None:  # "dollars", "usd": an amount in a currency
+        return "money"
     word = word.lower()
     word = _ALIASES.get(word, _ALIASES.get(singular(word), singular(word)))
     return word if word in _UNITS else None

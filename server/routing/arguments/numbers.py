@@ -4,6 +4,8 @@
 [1200000, 5000, 2000]
 >>> [(n.value, n.text) for n in find_numbers("a mass of 37.5 kg at 14.3 m/s^2")]
 [(37.5, '37.5'), (14.3, '14.3')]
+>>> [n.is_money for n in find_numbers("$5, 5 euros, a 5 dollar fee, 5 kg")]
+[True, True, True, False]
 >>> [(n.value, n.span) for n in find_numbers("the 51st floor")]  # the ordinal's span: its noun
 [(51, (4, 8))]
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+from stackroute.server.routing.arguments.money import money_word
 
 _WORD_MULTIPLIERS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
                      "trillion": 1_000_000_000_000, "grand": 1_000}
@@ -54,7 +58,7 @@ class FoundNumber:
     value: int | float  # an int where the number is whole
     text: str  # the digits as the request wrote them ("37.5", "2,000" → "2,000")
     span: tuple[int, int]  # where in the request (the whole match, multiplier included)
-    is_money: bool = False
+    is_money: bool = False  # written with a currency's sign or word ("$5", "5 euros")
     is_percent: bool = False
     range_part: int = 0  # 1: the low end of a range ("140k" of "140k-165k"), 2: its high end
 
@@ -77,7 +81,16 @@ def find_numbers(text: str) -> list[FoundNumber]:
     for match in _WORDS.finditer(text):
         if not any(a <= match.start() < b for a, b in taken):
             out += _said(match)
-    return _ranges(text, sorted(out, key=lambda n: n.span))
+    return _ranges(text, [_priced(text, n) for n in sorted(out, key=lambda n: n.span)])
+
+
+def _priced(text: str, number: FoundNumber) -> FoundNumber:
+    """`number`, money where a currency's word follows it ("500 dollars", "a 2,500 dollar
+    deductible", "20 eur")."""
+    after = UNIT_AFTER.match(text, number.span[1])
+    if number.is_money or after is None or money_word(after[1]) is None:
+        return number
+    return replace(number, is_money=True)
 
 
 def _said(match: re.Match[str]) -> list[FoundNumber]:

@@ -37,6 +37,7 @@ def test_a_currency_code_the_request_writes_is_the_value(
     ("AU$90 a month", ["AUD"]),
     ("US$75", ["USD"]),
     ("₹500 top-up", ["INR"]),
+    ("wire 900 usd today", ["USD"]),  # a code in lower case, written once
     # a dollar of a country the reading does not know is no code; "pounds" may be a weight
     ("3,000 Jamaican dollars", []),
     ("a 20 pound parcel", []),
@@ -59,3 +60,14 @@ def test_a_written_code_fills_an_optional_currency_without_none() -> None:
     found = candidates("currency", CODE, request, siblings=("title",))
     offer = offered("currency", properties, found, request, set())
     assert offer == Offer([c for c in found if c.text == "CAD"], may_decline=False)
+
+
+@pytest.mark.parametrize("request_text", ["a 40 bucks fee", "a 2,500 usd deductible",
+                                          "a 2,500 dollar deductible"])
+def test_any_money_word_labels_an_amount_before_its_property_name(request_text: str) -> None:
+    """One table of money words serves every reader: "bucks" and "usd" label an amount before
+    its property's name as "dollar" does (cues.LABELS_BEFORE knew only five words)."""
+    schema = {"type": "number"}
+    name = "fee" if "fee" in request_text else "deductible"
+    top = max(candidates(name, schema, request_text), key=lambda c: c.prior)
+    assert top.value in (40, 2500) and top.prior >= 2.0
