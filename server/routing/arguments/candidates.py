@@ -270,7 +270,8 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if wants_date:
         for found in read.dates:
             prior = TYPED_PRIOR if fmt in ("date", "date-time") or "date" in described else 1.0
-            forms = date_forms(found, schema_format=fmt, at=time_of(found, read.times, request))
+            forms = date_forms(found, schema_format=fmt, at=time_of(
+                found, read.times, request, only=sum(d.day is not None for d in read.dates) == 1))
             if pattern and found.year is not None:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
             # the date its property's name labels ("checkout to 2027-09-13") over another

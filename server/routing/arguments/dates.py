@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+
+from stackroute.server.routing.arguments.zones import zone_after
 
 _MONTHS = {name: n for n, names in enumerate(
     [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -43,9 +46,10 @@ _TIME = re.compile(r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?(?::(?P<
 # "between" ("between 1pm and 4pm"; "at 9am and 4pm" is two times)
 _TIME_JOIN = re.compile(r"\s*(?:-|–|—|to|until|till|through|thru)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
-# between a date and its time: "08:45 UTC on 14 March 2027", "2027-03-14 at 9:30pm"
-_AT = re.compile(r"(?:\s|,|\bat\b|\bon\b|\butc\b|\bgmt\b|\bz\b)*", re.IGNORECASE)
-_UTC = re.compile(r"\s*(?:UTC|GMT|Z)\b")
+# between a date and its time (and the time's zone): "08:45 UTC on 14 March 2027",
+# "2027-03-14 at 9:30pm"
+_AT = re.compile(r"(?:\s|,|\bat\b|\bon\b|\bthe\s+(?:morning|afternoon|evening|night)\s+of\b)*",
+                 re.IGNORECASE)
 _BETWEEN = re.compile(r"\bbetween\s+$", re.IGNORECASE)
 # an hour said bare before a range's end that gives the half ("*1*-4pm", "between *11* and 1pm")
 _BARE_START = re.compile(r"(?<![\w:.])(?P<hour>[01]?\d)(?::(?P<minute>[0-5]\d))?"
@@ -188,10 +192,10 @@ def _time_ranges(text: str, times: list[FoundTime]) -> list[FoundTime]:
 
 
 def date_forms(found: FoundDate, *, schema_format: str | None,
-               at: tuple[FoundTime, bool] | None = None) -> list[str]:
+               at: tuple[FoundTime, str] | None = None) -> list[str]:
     """How `found` may be written for a property: the schema's format first; a date-time at
-    the time the request gives the date (`at`: the time, and whether it is UTC's), else at
-    midnight."""
+    the time the request gives the date (`at`: the time, and the RFC 3339 offset of the zone
+    the request names, "" where it names none), else at midnight."""
     if found.year is None:
         return [found.text]
     if found.day is None:
@@ -199,23 +203,42 @@ def date_forms(found: FoundDate, *, schema_format: str | None,
     if schema_format == "date-time":
         if at is None:
             return [f"{found.iso}T00:00:00"]
-        time, utc = at
-        return [f"{found.iso}T{time.hour:02d}:{time.minute:02d}:{time.second or 0:02d}"
-                + ("Z" if utc else "")]
+        time, offset = at
+        return [f"{found.iso}T{time.hour:02d}:{time.minute:02d}:{time.second or 0:02d}{offset}"]
     return [found.iso]
 
 
-def time_of(found: FoundDate, times: Sequence[FoundTime],
-            text: str) -> tuple[FoundTime, bool] | None:
+def time_of(found: FoundDate, times: Sequence[FoundTime], text: str, *,
+            only: bool = False) -> tuple[FoundTime, str] | None:
     """The time the request gives date `found` ("08:45 UTC on 14 March 2027", "on 2027-03-14
-    at 9:30pm": only "at", "on", a comma or a time zone between), and whether it is UTC's
-    ("UTC", "GMT", "Z" after it)."""
+    at 9:30pm": only "at", "on", a comma, "the morning of" or the time's zone between; or
+    anywhere, where it is the request's only time and `found` its `only` date), and the offset
+    of the zone it names after the time ("Z", "-05:00" for "EST" or for "Eastern" on a
+    winter's date; "" where it names none).
+
+    >>> [d] = find_dates(text := "at 9:00 a.m. Eastern on 3 June 2027")
+    >>> time, offset = time_of(d, find_times(text), text)
+    >>> time.iso, offset
+    ('09:00', '-04:00')
+    """
     for time in times:
-        first, second = (time.span, found.span) if time.span < found.span \
-            else (found.span, time.span)
-        if _AT.fullmatch(text[first[1]:second[0]]):
-            return time, _UTC.match(text, time.span[1]) is not None
+        zone = zone_after(text, time.span[1])
+        if time.span < found.span:
+            between = text[zone.end if zone else time.span[1]:found.span[0]]
+        else:
+            between = text[found.span[1]:time.span[0]]
+        if _AT.fullmatch(between) or (only and len(times) == 1 and not time.range_part):
+            offset = zone.offset(_calendar_date(found), datetime.time(time.hour, time.minute)) \
+                if zone else None
+            return time, offset or ""
     return None
+
+
+def _calendar_date(found: FoundDate) -> datetime.date | None:
+    try:
+        return datetime.date(found.year or 0, found.month, found.day or 0)
+    except ValueError:  # no year, no day, or none such ("February 30")
+        return None
 
 
 def time_forms(found: FoundTime, *, schema_format: str | None) -> list[str]:
