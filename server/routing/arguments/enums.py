@@ -29,6 +29,7 @@ HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
 # counts it ("my email changed", "a new email a@b.ie"), not after "by" ("alerts by email")
 _OWNED = re.compile(r"\b(?:my|your|his|her|their|our|the|new|a|an|its)\s+(?:new\s+)?$",
                     re.IGNORECASE)
+_TOKEN = re.compile(r"[a-z0-9]+")
 _TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s+|a\s+|an\s+)?$",
                           re.IGNORECASE)
 
@@ -41,6 +42,7 @@ def enum_candidates(values: list[Any], read: RequestText, *,
     lowered = request.lower()
     numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
     named = {" ".join(property_words(s, {})) for s in siblings}
+    tokens = [(m[0], m.span()) for m in _TOKEN.finditer(lowered)]  # read once for every value
     said: list[tuple[Any, tuple[int, int] | None, bool]] = []  # value, where, another's name
     for value in values:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -52,7 +54,7 @@ def enum_candidates(values: list[Any], read: RequestText, *,
             found = re.search(rf"\b{re.escape(text)}\b", request)
             span = found.span() if found else None
         else:
-            span = _said(phrase, lowered) if phrase else None
+            span = _said(phrase, lowered, tokens) if phrase else None
         if span is not None:
             owned = _OWNED.search(request[:span[0]]) is not None
             said.append((value, span, phrase in named and owned))
@@ -67,20 +69,20 @@ def enum_candidates(values: list[Any], read: RequestText, *,
             for k, (value, _, is_name) in enumerate(said)]
 
 
-def _said(phrase: str, lowered: str) -> tuple[int, int] | None:
+def _said(phrase: str, lowered: str,
+          tokens: Sequence[tuple[str, tuple[int, int]]]) -> tuple[int, int] | None:
     """Where the request says a word value: the phrase whole, or each of its words whole, by
     its first five letters, or (three letters or more) with an ending of at most two (the
-    place of the first)."""
+    place of the first); `tokens`: the words of `lowered` and where they stand."""
     found = re.search(rf"\b{re.escape(phrase)}\b", lowered)
     if found:
         return found.span()
-    tokens = list(re.finditer(r"[a-z0-9]+", lowered))
     places = []
     for part in phrase.split():
-        place = next((t.span() for t in tokens if t[0] == part
-                      or (len(part) >= 5 and t[0][:5] == part[:5])
-                      or (len(part) >= 3 and t[0].startswith(part)
-                          and len(t[0]) - len(part) <= 2)), None)
+        place = next((span for token, span in tokens if token == part
+                      or (len(part) >= 5 and token[:5] == part[:5])
+                      or (len(part) >= 3 and token.startswith(part)
+                          and len(token) - len(part) <= 2)), None)
         if place is None:
             return None
         places.append(place)
