@@ -113,16 +113,19 @@ _REASON_WORDS = frozenset(("reason", "reasons", "cause", "justification", "ratio
 
 
 def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText, *,
-               siblings: Sequence[str] = (), topic: LeafWords = NO_LEAF_WORDS,
-               ) -> list[Candidate]:
+               siblings: Sequence[str] | Mapping[str, Mapping[str, Any]] = (),
+               topic: LeafWords = NO_LEAF_WORDS) -> list[Candidate]:
     """The values `request` holds for property `name` (its JSON schema `schema`), most
     plausible first, unique by text, at most MAX_CANDIDATES. `siblings`: the leaf's other
-    properties; a value the request labels with a sibling's name ("the ID X" for `post_id`)
-    and not with this property's is held back (SIBLING_PENALTY). `topic`: the leaf's own
+    properties (their schemas, where known); a value the request labels with a sibling's name
+    ("the ID X" for `post_id`) and not with this property's is held back (SIBLING_PENALTY),
+    where that sibling takes a value of its kind. `topic`: the leaf's own
     words (`topic_words`); a plain span of them, or of FILLER, is the request restating the
     tool ("assess the supply chain *risk*"), held back by TOPIC_PENALTY. A leaf's properties
     share one reading of the request (`RequestText.read`); a string is read here."""
     read = request if isinstance(request, RequestText) else RequestText.read(request)
+    sibling_schemas = siblings if isinstance(siblings, Mapping) else {s: {} for s in siblings}
+    siblings = list(sibling_schemas)
     text = read.text
     kind = schema.get("type")
     words = property_words(name, schema)
@@ -144,13 +147,13 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
         if wants_address(words, schema):  # "77 harbor view ln apt 3, san diego ca 92101"
             found = _whole(found, address_candidates(text, siblings, prior=TYPED_PRIOR))
     elif kind == "array":
-        found = list_candidates(name, schema, read, siblings=siblings, topic=topic,
+        found = list_candidates(name, schema, read, siblings=sibling_schemas, topic=topic,
                                 element=candidates)
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
     fits = value_checker(schema)  # a value the schema refuses would fail the call
     found = directed(held_back([c for c in found if fits(c.value)], text, cues, words,
-                               siblings, forms), text, words)
+                               sibling_schemas, forms), text, words)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackroute.grammars.container_caps import MAX_ITEMS
@@ -34,7 +34,7 @@ Element = Callable[..., list[Candidate]]  # candidates() for one item
 
 
 def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, *,
-                    siblings: Sequence[str], topic: LeafWords,
+                    siblings: Mapping[str, Mapping[str, Any]], topic: LeafWords,
                     element: Element) -> list[Candidate]:
     """The array of every copyable value of the items' kind, or nothing."""
     items = schema.get("items")

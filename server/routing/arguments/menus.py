@@ -41,7 +41,8 @@ class ValueMenus:
         topic = topic_words(leaf.name, leaf.description or "")
         text = RequestText.read(task)
         by_property = {name: candidates(name, schema_of(properties[name]), text,
-                                        siblings=[n for n in properties if n != name],
+                                        siblings={n: schema_of(properties[n])
+                                                  for n in properties if n != name},
                                         topic=topic)
                        for name in order}
         return cls(leaf.path_str, task, required, order, by_property)

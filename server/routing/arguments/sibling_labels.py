@@ -7,8 +7,9 @@ that direction by DIRECTION_BONUS."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
@@ -17,7 +18,9 @@ from stackroute.server.routing.arguments.cues import (
     near,
     property_words,
 )
-from stackroute.server.routing.arguments.phones import PHONE_WORDS
+from stackroute.server.routing.arguments.money import money_word
+from stackroute.server.routing.arguments.numbers import UNIT_AFTER
+from stackroute.server.routing.arguments.phones import wants_phone
 from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
 
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
@@ -33,31 +36,33 @@ _TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
-               words: list[str], siblings: Sequence[str],
-               forms: frozenset[str]) -> list[Candidate]:
+              words: list[str], siblings: Mapping[str, Mapping[str, Any]],
+              forms: frozenset[str]) -> list[Candidate]:
     """`found` with the values another property's name labels (and this one's does not)
     lowered by SIBLING_PENALTY, and so the word spans that hold another property's name:
-    the label of that property's value ("the subject" for `message`), not this one's."""
+    the label of that property's value ("the subject" for `message`), not this one's.
+    `siblings`: the leaf's other properties and their schemas."""
     own = {w[:4] for w in words}
     labels = {s: label_of(request, s, own, forms) for s in siblings}
     others = sorted({span for spans_of in labels.values() for span in spans_of})
     if not others:
         return found
-    # a date or a time is labelled only by a sibling that takes one ("data at 15:38" is no
-    # label of 15:38 for `data_sources`), a phone number by one that takes a phone ("my
-    # number is +353…" is no `account_number`), an amount of money by none named for an id
-    # ("a check for $1.2k" is no `check_number`)
-    def labelled_by(takes: Callable[[set[str]], bool]) -> list[tuple[int, int]]:
-        return sorted({span for s, spans_of in labels.items()
-                       if takes(set(property_words(s, {}))) for span in spans_of})
 
-    when = labelled_by(lambda w: bool(WHEN_WORDS & w))
-    phones = labelled_by(lambda w: bool(PHONE_WORDS & w))
-    not_ids = labelled_by(lambda w: not ID_NAME_ENDINGS & w)
+    # a value is labelled only by a sibling that takes its kind: a date or a time by one that
+    # takes a date or a time ("data at 15:38" is no label of 15:38 for `data_sources`), a
+    # phone number by one that takes a phone ("my number is +353…" is no `account_number`),
+    # an amount of money by none named for an id ("a check for $1.2k" is no `check_number`)
+    def labelled_by(takes: Callable[[list[str], Mapping[str, Any]], bool]) -> list[tuple[int, int]]:
+        return sorted({span for s, spans_of in labels.items()
+                       if takes(property_words(s, {}), siblings[s]) for span in spans_of})
+
+    when = labelled_by(takes_when)
+    phones = labelled_by(wants_phone)
+    not_ids = labelled_by(lambda w, _: not ID_NAME_ENDINGS & set(w))
 
     def is_labelled(span: tuple[int, int], kind: str) -> bool:
         labels = when if kind in ("date", "time") else phones if kind == "phone" \
-            else not_ids if kind == "number" and _MONEY_SIGN.match(request, span[0]) else others
+            else not_ids if kind == "number" and _is_money(request, span) else others
         return near(span, labels, request) and not near(span, cues, request, before=True)
 
     def holds_label(span: tuple[int, int], kind: str) -> bool:
@@ -66,6 +71,20 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
             if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
             else c for c in found]
+
+
+def takes_when(words: list[str], schema: Mapping[str, Any]) -> bool:
+    """Whether a property (its name's `words`, its `schema`) takes a date or a time: named
+    for one (`due_date`) or formatted as one (`plannedStart`, a date-time)."""
+    return bool(WHEN_WORDS & set(words)) or schema.get("format") in ("date", "date-time", "time")
+
+
+def _is_money(request: str, span: tuple[int, int]) -> bool:
+    """Whether the number at `span` is written as money: a currency's sign before it or its
+    word after it ("$1.2k", "500 dollars")."""
+    after = UNIT_AFTER.match(request, span[1])
+    return _MONEY_SIGN.match(request, span[0]) is not None \
+        or (after is not None and money_word(after[1]) is not None)
 
 
 def directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:

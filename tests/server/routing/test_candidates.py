@@ -699,3 +699,13 @@ def test_a_one_word_name_said_as_two_labels_its_property() -> None:
     date = {"type": "string", "format": "date"}
     found = candidates("pickup_date", date, request, siblings=["return_date"])
     assert found[0].value == "2027-07-02" and found[0].prior > found[1].prior
+
+
+def test_a_date_is_held_back_by_a_sibling_whose_schema_takes_a_date() -> None:
+    # `kickoff` is named for no date, but its schema takes one: the date its name labels is
+    # its value, not the deadline's (held back by name alone, it was the deadline's too)
+    siblings = {"kickoff": {"type": "string", "format": "date"}}
+    request = "kickoff March 3 2027, and the deadline April 9 2027"
+    found = {c.value: c.prior for c in candidates(
+        "deadline", {"type": "string", "format": "date"}, request, siblings=siblings)}
+    assert found["2027-04-09"] - found["2027-03-03"] > 2.5
