@@ -2,12 +2,12 @@
 
 A property wants an ISO 4217 code where its name or description speaks of a currency and its
 schema takes three capital letters (`^[A-Z]{3}$`, a length of 3), its description names ISO
-4217, or its enum holds only codes. A code the request writes ("pay band 140k-165k CAD") is
-then a value only this kind of property takes, and so a sign or a word that names one currency
-("€15", "20 euros", "£250"). "$" and "dollars" are the US dollar's unless a country
-qualifies them ("C$", "AU$", "Canadian dollars"), as a price written without one is read; a
-dollar of a country not listed here names no code (never a wrong one), and "pounds" alone may
-be a weight. Codes come from `pycountry`'s list.
+4217 or gives codes as its examples ("e.g., USD, EUR"), or its enum holds only codes. A code
+the request writes ("pay band 140k-165k CAD") is then a value only this kind of property takes,
+and so a sign or a word that names one currency ("€15", "20 euros", "£250"). "$" and "dollars"
+are the US dollar's unless a country qualifies them ("C$", "AU$", "Canadian dollars"), as a
+price written without one is read; a dollar of a country not listed here names no code (never a
+wrong one), and "pounds" alone may be a weight. Codes come from `pycountry`'s list.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def wants_code(name: str, schema: Mapping[str, Any]) -> bool:
     enum = schema.get("enum")
     if isinstance(enum, list):
         return bool(enum) and all(isinstance(v, str) and v in _codes() for v in enum)
-    return capitals_length(schema) == 3 or "4217" in described
+    examples = _CODE.findall(described)  # "(e.g., USD, EUR)"
+    return capitals_length(schema) == 3 or "4217" in described \
+        or (bool(examples) and all(code in _codes() for code in examples))
 
 
 def currency_candidates(name: str, schema: Mapping[str, Any], text: str, *,

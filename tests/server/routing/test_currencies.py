@@ -71,3 +71,12 @@ def test_any_money_word_labels_an_amount_before_its_property_name(request_text: 
     name = "fee" if "fee" in request_text else "deductible"
     top = max(candidates(name, schema, request_text), key=lambda c: c.prior)
     assert top.value in (40, 2500) and top.prior >= 2.0
+
+
+def test_a_currency_whose_description_gives_codes_as_examples_takes_a_code() -> None:
+    # Seal-Tools dev-easy-138: "in terms of euros (EUR)" for a `currency` described "(e.g.,
+    # USD, EUR)" took "euros"
+    schema = {"type": "string",
+              "description": "The desired currency for the market size (e.g., USD, EUR)"}
+    found = candidates("currency", schema, "the clothing market in China in terms of euros (EUR)")
+    assert found[0].value == "EUR"
