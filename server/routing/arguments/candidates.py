@@ -24,6 +24,7 @@ from stackroute.server.routing.arguments.cues import (
     label_positions,
     near,
     own_naming,
+    phrase_positions,
     property_words,
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
@@ -84,6 +85,7 @@ _MONEY_WORDS = frozenset(("amount", "price", "cost", "budget", "salary", "fee", 
 # counts people (its name, or the unit its description counts in: "Number of travelers")
 _PEOPLE = frozenset(("people", "person", "passenger", "traveler", "traveller", "guest", "adult",
                      "attendee", "participant", "diner", "pax", "party", "headcount"))
+_PERCENT_WORDS = frozenset(("percent", "percentage", "pct"))
 _LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "start", "earliest"))
 _HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end", "latest"))
 _OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
@@ -134,7 +136,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     naming = own_naming(name, words, siblings)
     forms = joined_forms(name)
     cues = label_positions(text, naming.words, words, joined=naming.joined,
-                           unless=naming.unless)
+                           unless=naming.unless) or phrase_positions(text, name)
     if "enum" in schema:
         found = enum_candidates(schema["enum"], read, siblings=siblings) \
             + _coded(name, schema, text)
@@ -202,6 +204,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     # a description that prices in a currency: an amount of money ("$250") is in its unit
     priced = bool(MONEY_WORD.search(str(schema.get("description", ""))))
     money = any(w in _MONEY_WORDS for w in words)
+    percent = bool(_PERCENT_WORDS & set(words))
     people = bool(_PEOPLE & ({singular(w) for w in words} | units))
     # the units it counts in: its description's, or one its name says (`lookback_years`)
     named_units = {unit_name(w) for w in (*units, *words)}
@@ -221,9 +224,12 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             number.is_money and priced) or (  # "$250" for a price in dollars
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
             people and _counts_people(request, number.span, unit)) or (
+            percent and number.is_percent) or (
             end > 0 and number.range_part == end)
         prior = LABEL_PRIOR if labelled else 0.0
-        prior += 1.0 if money and number.is_money else 0.0
+        # an amount of money for a property of money, a percentage for one of a percentage
+        # ("to 80%" for `targetSocPercent`, though "1 to 80%" also ends a range for `maxPowerKw`)
+        prior += 1.0 if (money and number.is_money) or (percent and number.is_percent) else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
     unit = measure_unit(words, units)
@@ -273,7 +279,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if wants_date:
         for found in read.dates:
             prior = TYPED_PRIOR if fmt in ("date", "date-time") or "date" in described else 1.0
-            forms = date_forms(found, schema_format=fmt, at=time_of(
+            forms = date_forms(found, schema_format=fmt, end=range_end(words), at=time_of(
                 found, read.times, request, only=sum(d.day is not None for d in read.dates) == 1))
             if pattern and found.year is not None:
                 forms.append(found.iso[:7])  # a month pattern (YYYY-MM) takes the month
@@ -281,7 +287,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
             labelled = DATE_LABEL_BONUS if near(found.span, cues, request, before=True) else 0.0
             out += [Candidate(f, f, "date", prior + labelled, found.span) for f in forms]
     clock = bool(pattern) and _is_clock(pattern)
-    if fmt in ("time", "date-time") or clock or any(w in described for w in _TIME_WORDS):
+    dated = fmt == "date-time" and any(c.kind == "date" for c in out)  # a time alone is none
+    if not dated and (fmt in ("time", "date-time") or clock
+                      or any(w in described for w in _TIME_WORDS)):
         # a property named for a time ("time_period") or written as one (HH:MM) takes a clock
         # time as its own kind; the start or the end of a range, the property of that end
         prior = TYPED_PRIOR if fmt in ("time", "date-time") or "time" in words or clock \
@@ -294,8 +302,9 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
     if "language" in words or "lang" in words:
         out += [Candidate(m[0], m[0], "language", TYPED_PRIOR, m.span())
                 for m in _LANGUAGE.finditer(request)]
-    if wants_phone(words, schema):
-        out += phone_candidates(request, pattern, prior=TYPED_PRIOR)
+    if wants_phone(words, schema):  # not a date's digits ("dec 10 2026")
+        out += [c for c in phone_candidates(request, pattern, prior=TYPED_PRIOR)
+                if not _in_when(c, read)]
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:
@@ -318,10 +327,17 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         out = [c for c in out if matches(pattern, c.text)] + [
             c for c in pattern_forms(out, pattern, prior=LITERAL_PRIOR)
             if not names_a_term(c.text)]  # "fall 2027" is no course code "FALL 2027"
-        if is_structured(pattern):  # "STAT 2000" for `^[A-Z]{2,5}[ -][0-9]{3,4}$`: an id
-            out = [replace(c, kind="id", prior=max(c.prior, LITERAL_PRIOR)) if c.kind == "span"
-                   else c for c in out]
+        if is_structured(pattern):  # "STAT 2000" for `^[A-Z]{2,5}[ -][0-9]{3,4}$`: an id,
+            # not a piece of a date ("dec 10 2026" is no phone number's "10 2026")
+            out = [replace(c, kind="id", prior=max(c.prior, LITERAL_PRIOR))
+                   if c.kind == "span" and not _in_when(c, read) else c for c in out]
     return out
+
+
+def _in_when(candidate: Candidate, read: RequestText) -> bool:
+    """Whether `candidate` overlaps a date or a clock time of the request."""
+    span = candidate.span
+    return span is not None and any(a < span[1] and span[0] < b for a, b in read.when)
 
 
 def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:

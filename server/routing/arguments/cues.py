@@ -71,6 +71,20 @@ def own_naming(name: str, words: list[str], siblings: Collection[str]) -> Naming
     return Naming([w for w in words if w not in shared] or words, forms - theirs, theirs - forms)
 
 
+def phrase_positions(request: str, name: str) -> list[tuple[int, int]]:
+    """Where the request says a name made of function words only, as one phrase ("as of" for
+    `as_of`, whose words `property_words` leaves none of); none for any other name.
+
+    >>> phrase_positions("the ledger as of November 30", "as_of")
+    [(11, 16)]
+    """
+    parts = split_name(name)
+    if not parts or any(p not in STOPWORDS for p in parts):
+        return []
+    phrase = r"[\s_-]+".join(map(re.escape, parts))
+    return [m.span() for m in re.finditer(rf"\b{phrase}\b", request, re.IGNORECASE)]
+
+
 def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (),
                   unless: Collection[str] = ()) -> list[tuple[int, int]]:
     """Where the request names the property (a word of its name, 4-letter stem; or, `joined`,

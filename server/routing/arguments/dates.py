@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import re
 from collections.abc import Sequence
@@ -192,13 +193,23 @@ def _time_ranges(text: str, times: list[FoundTime]) -> list[FoundTime]:
 
 
 def date_forms(found: FoundDate, *, schema_format: str | None,
-               at: tuple[FoundTime, str] | None = None) -> list[str]:
+               at: tuple[FoundTime, str] | None = None, end: int = 0) -> list[str]:
     """How `found` may be written for a property: the schema's format first; a date-time at
     the time the request gives the date (`at`: the time, and the RFC 3339 offset of the zone
-    the request names, "" where it names none), else at midnight."""
+    the request names, "" where it names none), else at midnight. A month said alone is its
+    first day for a date that starts a range, its last for one that ends it (`end` 1 or 2:
+    "the November 2026 invoice" for `period_start`, `period_end`), else YYYY-MM.
+
+    >>> [d] = find_dates("the November 2026 invoice")
+    >>> [date_forms(d, schema_format="date", end=e) for e in (1, 2, 0)]
+    [['2026-11-01'], ['2026-11-30'], ['2026-11']]
+    """
     if found.year is None:
         return [found.text]
     if found.day is None:
+        if schema_format == "date" and end:
+            day = 1 if end == 1 else calendar.monthrange(found.year, found.month)[1]
+            return [f"{found.iso}-{day:02d}"]
         return [found.iso]  # YYYY-MM
     if schema_format == "date-time":
         if at is None:

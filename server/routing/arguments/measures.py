@@ -106,7 +106,8 @@ def measure_candidates(read: RequestText, unit: str, *, is_integer: bool,
 # short forms of units that convert to no other here (a month is no fixed number of days)
 _SHORT_NAMES = {"yr": "year", "yrs": "year", "mo": "month", "mos": "month", "mth": "month",
                 "mths": "month", "wk": "week", "wks": "week", "hr": "hour", "hrs": "hour",
-                "min": "minute", "mins": "minute", "sec": "second", "secs": "second"}
+                "min": "minute", "mins": "minute", "sec": "second", "secs": "second",
+                "mi": "mile"}
 
 
 def unit_name(word: str) -> str:

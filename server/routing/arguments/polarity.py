@@ -2,7 +2,7 @@
 false, "*enable* notifications" gives `notifications` true.
 
 Strong words (on / off after a switching verb or at a clause's end, enable, disable, activate,
-deactivate, true, false, yes) decide over weak ones (no, not, never, without, include, exclude;
+deactivate, true, false, yes) decide over weak ones (no, not, non, never, without, include, exclude;
 not "with", which is mostly "a meeting with Ana"), so "don't forget to turn on the lights" is
 true. Where several strong words are there, the one nearest before the property's own name
 counts ("enable the alarm and disable the lights"), else the nearest after it. A request with
@@ -27,7 +27,7 @@ NAMED_PRIOR = 1.0  # a flag the request names with no yes/no word: set, less sur
 _STRONG = {"enable": True, "enabled": True, "activate": True, "activated": True, "true": True,
            "yes": True, "disable": False, "disabled": False, "deactivate": False,
            "deactivated": False, "false": False}
-_WEAK = {"include": True, "including": True, "no": False, "not": False,
+_WEAK = {"include": True, "including": True, "no": False, "not": False, "non": False,
          "without": False, "exclude": False, "excluding": False, "don't": False,
          "dont": False, "never": False}
 _SWITCHES = frozenset(("turn", "switch", "toggle", "set", "put", "keep", "leave", "flip",

@@ -7,15 +7,17 @@ that direction by DIRECTION_BONUS."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from stackroute.runtime.schemas import value_checker
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
     joined_forms,
     label_positions,
     near,
+    phrase_positions,
     property_words,
 )
 from stackroute.server.routing.arguments.money import money_word
@@ -48,28 +50,40 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     if not others:
         return found
 
-    # a value is labelled only by a sibling that takes its kind: a date or a time by one that
-    # takes a date or a time ("data at 15:38" is no label of 15:38 for `data_sources`), a
-    # phone number by one that takes a phone ("my number is +353…" is no `account_number`),
-    # an amount of money by none named for an id ("a check for $1.2k" is no `check_number`)
-    def labelled_by(takes: Callable[[list[str], Mapping[str, Any]], bool]) -> list[tuple[int, int]]:
-        return sorted({span for s, spans_of in labels.items()
-                       if takes(property_words(s, {}), siblings[s]) for span in spans_of})
+    # a value is labelled only by a sibling that can take it: one whose schema takes the value
+    # ("Urgent priority, and use VH-0045" is no label of VH-0045 for an enum of priorities),
+    # a date or a time by one that takes a date or a time ("data at 15:38" is no label of
+    # 15:38 for `data_sources`), a phone number by one that takes a phone ("my number is
+    # +353…" is no `account_number`), an amount of money by none named for an id ("a check
+    # for $1.2k" is no `check_number`)
+    # (its type aside: a span "31.5 kg" is a number sibling's value as the request writes it)
+    fits = {s: value_checker({k: v for k, v in schema.items() if k != "type"})
+            for s, schema in siblings.items()}
+    names = {s: property_words(s, {}) for s in siblings}
 
-    when = labelled_by(takes_when)
-    phones = labelled_by(wants_phone)
-    not_ids = labelled_by(lambda w, _: not ID_NAME_ENDINGS & set(w))
+    def takes(sibling: str, c: Candidate) -> bool:
+        w, schema = names[sibling], siblings[sibling]
+        if c.kind in ("date", "time"):
+            kind_fits = takes_when(w, schema)
+        elif c.kind == "phone":
+            kind_fits = wants_phone(w, schema)
+        elif c.kind == "number" and c.span is not None and _is_money(request, c.span):
+            kind_fits = not ID_NAME_ENDINGS & set(w)
+        else:
+            kind_fits = True
+        return kind_fits and (fits[sibling](c.value) or fits[sibling](c.text))
 
-    def is_labelled(span: tuple[int, int], kind: str) -> bool:
-        labels = when if kind in ("date", "time") else phones if kind == "phone" \
-            else not_ids if kind == "number" and _is_money(request, span) else others
-        return near(span, labels, request) and not near(span, cues, request, before=True)
+    def is_labelled(c: Candidate, span: tuple[int, int]) -> bool:
+        if not near(span, others, request) or near(span, cues, request, before=True):
+            return False
+        return near(span, sorted(x for s, spans_of in labels.items() if takes(s, c)
+                                 for x in spans_of), request)
 
     def holds_label(span: tuple[int, int], kind: str) -> bool:
         return kind == "span" and any(a < span[1] and span[0] < b for a, b in others)
 
     return [replace(c, prior=c.prior - SIBLING_PENALTY)
-            if c.span is not None and (is_labelled(c.span, c.kind) or holds_label(c.span, c.kind))
+            if c.span is not None and (is_labelled(c, c.span) or holds_label(c.span, c.kind))
             else c for c in found]
 
 
@@ -106,6 +120,8 @@ def label_of(request: str, sibling: str, own: set[str],
     for fat_content beside protein_content: "content" is no label of its own here), and its
     name as one word where this property's (`forms`) is not that word."""
     theirs = property_words(sibling, {})
+    if not theirs:  # a name of function words only: "as of" for `as_of`
+        return phrase_positions(request, sibling)
     joined = joined_forms(sibling)
     return label_positions(request, [w for w in theirs if w[:4] not in own], theirs,
                            joined=joined - forms, unless=forms - joined)

@@ -189,3 +189,11 @@ def test_an_array_of_plain_strings_is_not_guessed_from_ids() -> None:
     schema = {"type": "array", "items": {"type": "string"}}
     found = candidates("tags", schema, "tag ticket OPS-1234 as urgent and billing")
     assert not any(c.kind == "list" for c in found)
+
+
+@pytest.mark.parametrize("request_text", ["log 2.5hrs for jdw - mark it non billable",
+                                          "log 2.5 hours, non-billable"])
+def test_non_before_a_flags_name_says_false(request_text: str) -> None:
+    # a held-out legal desk: "mark it non billable" set `billable` true
+    found = candidates("billable", {"type": "boolean"}, request_text)
+    assert found[0].value is False and found[0].prior > 0

@@ -709,3 +709,47 @@ def test_a_date_is_held_back_by_a_sibling_whose_schema_takes_a_date() -> None:
     found = {c.value: c.prior for c in candidates(
         "deadline", {"type": "string", "format": "date"}, request, siblings=siblings)}
     assert found["2027-04-09"] - found["2027-03-03"] > 2.5
+
+
+def test_a_name_of_function_words_labels_its_value_as_a_phrase() -> None:
+    # a held-out legal desk: "the trust ledger ... as of November 30, 2026" for `as_of` beside
+    # `from_date`; `as_of` has no word of its own, so the date was from_date's as much
+    request = "the trust ledger for client CL-18822 as of November 30, 2026, as a PDF"
+    date = {"type": "string", "format": "date"}
+    as_of = {c.value: c.prior for c in candidates("as_of", date, request, siblings={
+        "from_date": date})}
+    from_date = {c.value: c.prior for c in candidates("from_date", date, request, siblings={
+        "as_of": date})}
+    assert as_of["2026-11-30"] > from_date["2026-11-30"] + 2.5
+
+
+@pytest.mark.parametrize(("name", "value"), [("period_start", "2026-11-01"),
+                                             ("period_end", "2026-11-30")])
+def test_a_month_said_alone_is_its_first_or_last_day_for_a_range_end(name: str,
+                                                                      value: str) -> None:
+    # a held-out legal desk: "the November 2026 invoice" gave `period_end` "2026-11", which
+    # no date is
+    found = candidates(name, {"type": "string", "format": "date"},
+                       "Generate the November 2026 invoice for matter 2026-0093")
+    assert found[0].value == value
+
+
+def test_a_percentage_is_labelled_for_a_property_of_a_percentage() -> None:
+    # a held-out fleet desk: "plug 1 to 80%" gave 80 to `maxPowerKw` (the high end of "1 to
+    # 80") over `targetSocPercent`
+    properties = {"connectorId": {"type": "integer"}, "maxPowerKw": {"type": "number"},
+                  "targetSocPercent": {"type": "integer", "minimum": 1, "maximum": 100}}
+    request = "start charging vh-0150 at cs-aus-01 plug 1 to 80%"
+    priors = {n: {c.value: c.prior for c in candidates(n, s, request, siblings={
+        k: v for k, v in properties.items() if k != n})} for n, s in properties.items()}
+    assert priors["targetSocPercent"][80] > priors["maxPowerKw"][80]
+
+
+def test_a_value_is_not_held_back_by_a_sibling_whose_schema_refuses_it() -> None:
+    # a held-out fleet desk: "Urgent priority, and use VH-0045" held VH-0045 back from
+    # `vehicle_id` as the label of `priority`, an enum that cannot take it
+    siblings = {"priority": {"type": "string", "enum": ["low", "normal", "high", "urgent"]}}
+    request = "departing December 9, 2026 at 7:30am CST. Urgent priority, and use VH-0045."
+    found = candidates("vehicle_id", {"type": "string", "pattern": "^VH-[0-9]{4}$"}, request,
+                       siblings=siblings)
+    assert found[0].value == "VH-0045" and found[0].prior >= 3.0

@@ -55,3 +55,11 @@ def test_a_phone_number_is_held_back_only_by_a_label_of_a_phone() -> None:
     found = candidates("msisdn", E164, "eircode t12 k8af, my number is +353-87-990-1123",
                        siblings=("fault_type", "eircode", "account_number"))
     assert found[0].value == "+353879901123" and found[0].prior >= 3.0
+
+
+def test_a_dates_digits_are_no_phone_number() -> None:
+    # a held-out legal desk: "thurs dec 10 2026 at 2pm" gave `phone` "10 2026", and the
+    # date-time it was part of was then taken
+    found = candidates("phone", {"type": "string", "pattern": r"^\+?[0-9 ()\-.]{7,20}$"},
+                       "she can come in thurs dec 10 2026 at 2pm eastern")
+    assert not any(c.kind in ("phone", "id") and c.prior > 0 for c in found)

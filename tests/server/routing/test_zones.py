@@ -53,3 +53,11 @@ def test_a_time_far_from_its_date_is_not_taken_where_the_request_gives_two() -> 
     request = "moved from March 9 2027 to March 12 2027. it starts at 6:40am EST"
     assert {c.value for c in candidates("started_at", DATE_TIME, request) if c.kind == "date"} == {
         "2027-03-09T00:00:00", "2027-03-12T00:00:00"}
+
+
+def test_a_date_time_is_not_offered_its_bare_time_where_the_request_gives_a_date() -> None:
+    # a held-out legal desk: "she can come in thurs dec 10 2026 at 2pm eastern" took "14:00"
+    # (no date-time) for `consultationAt`, offered beside the whole date-time at one prior
+    request = "she can come in thurs dec 10 2026 at 2pm eastern"
+    assert [c.value for c in candidates("consultationAt", DATE_TIME, request)] == [
+        "2026-12-10T14:00:00-05:00"]
