@@ -1,10 +1,12 @@
 """The schema an engine constrains generation with: the caller's JSON schema with every way
 to write forever taken away.
 
-Three rewrites, each on a copy and each leaving an author's own bound alone:
-`container_caps.py` (arrays and open objects get a count of items, open values become
-scalars), then `string_caps.py` (strings, formats and patterns get a length; skipped when the
-engine's cap is None) and `number_caps.py` (numbers get 15 digits). The order matters: the
+First the alternatives beside other keywords are written into each alternative
+(`alternatives.py`: xgrammar drops what stands beside an `anyOf`). Then three rewrites, each
+on a copy and each leaving an author's own bound alone: `container_caps.py` (arrays and open
+objects get a count of items, open values become scalars), then `string_caps.py` (strings,
+formats and patterns get a length; skipped when the engine's cap is None) and
+`number_caps.py` (numbers get 15 digits). The order matters: the
 scalars the first inserts are bounded by the other two. Answers are validated against the
 caller's schema, never this one.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stackroute.grammars.alternatives import distributed
 from stackroute.grammars.container_caps import cap_container_sizes
 from stackroute.grammars.number_caps import cap_number_sizes
 from stackroute.grammars.string_caps import cap_string_lengths
@@ -25,7 +28,7 @@ from stackroute.grammars.string_caps import cap_string_lengths
 def bounded_schema(schema: Mapping[str, Any], max_string_chars: int | None) -> dict[str, Any]:
     """`schema` with its containers, strings (unless `max_string_chars` is None) and numbers
     bounded."""
-    bounded = cap_container_sizes(schema)
+    bounded = cap_container_sizes(distributed(schema))
     if max_string_chars is not None:
         bounded = cap_string_lengths(bounded, max_string_chars)
     return cap_number_sizes(bounded)
