@@ -314,11 +314,12 @@ def value_coverage(leaf: Node, task: str, *, menus: ValueMenus | None = None) ->
     """
     schema: Mapping[str, Any] = leaf.parameters or {}
     properties: Mapping[str, Any] = schema.get("properties") or {}
-    typed = [n for n in schema.get("required") or () if n in properties
-             and not _is_object(schema_of(properties[n]))]
-    if not typed:
+    if not schema.get("required") and not schema.get("anyOf") and not schema.get("oneOf"):
         return COVERAGE_CAP
     read = ValueMenus.read(leaf, task) if menus is None else menus.checked(leaf, task)
+    typed = [n for n in read.required if not _is_object(schema_of(properties[n]))]
+    if not typed:
+        return COVERAGE_CAP
     picks = assigned_picks(read.by_property, list(read.required), properties, task)
     priors = [p.candidate.prior if (p := picks.get(n)) and p.candidate else COVERAGE_FLOOR
               for n in typed]

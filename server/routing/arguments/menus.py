@@ -20,6 +20,33 @@ from stackroute.server.routing.arguments.request_text import RequestText
 MEANT_PRIOR = 1.0  # an enum value the request says in other words (enums.SAID_PRIOR: 2.0)
 
 
+def required_of(schema: Mapping[str, Any],
+                by_property: Mapping[str, list[Candidate]]) -> tuple[str, ...]:
+    """The properties a call must give: the schema's `required`, and those of the first
+    alternative of its `anyOf` / `oneOf` whose required properties the request holds values
+    for (else of its first: the value to be asked), so that a leaf that takes a session's id
+    or its station and connector is given one of them ("is not valid under any of the given
+    schemas" refused such calls, one after another).
+
+    >>> schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"],
+    ...           "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    >>> found = Candidate("x", "x", "span", 2.0)
+    >>> required_of(schema, {"a": [], "b": [found], "c": []}), required_of(schema, {})
+    (('c', 'b'), ('c', 'a'))
+    """
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    required = [n for n in schema.get("required") or () if n in properties]
+    alternatives = [[n for n in alt.get("required") or () if n in properties]
+                    for key in ("anyOf", "oneOf") for alt in schema.get(key) or ()
+                    if isinstance(alt, Mapping)]
+    alternatives = [alt for alt in alternatives if alt]
+    if alternatives and not any(set(alt) <= set(required) for alt in alternatives):
+        held = [alt for alt in alternatives
+                if all(any(c.prior > 0 for c in by_property.get(n, ())) for n in alt)]
+        required += [n for n in (held or alternatives)[0] if n not in required]
+    return tuple(required)
+
+
 @dataclass(frozen=True)
 class ValueMenus:
     """A leaf's value candidates in one request, per property: the request read once
@@ -36,16 +63,17 @@ class ValueMenus:
     def read(cls, leaf: Node, task: str) -> ValueMenus:
         schema: Mapping[str, Any] = leaf.parameters or {}
         properties: Mapping[str, Any] = schema.get("properties") or {}
-        required = tuple(n for n in schema.get("required") or () if n in properties)
-        order = required + tuple(n for n in properties if n not in required)
         topic = topic_words(leaf.name, leaf.description or "")
         text = RequestText.read(task)
         by_property = {name: candidates(name, schema_of(properties[name]), text,
                                         siblings={n: schema_of(properties[n])
                                                   for n in properties if n != name},
                                         topic=topic)
-                       for name in order}
-        return cls(leaf.path_str, task, required, order, by_property)
+                       for name in properties}
+        required = required_of(schema, by_property)
+        order = required + tuple(n for n in properties if n not in required)
+        return cls(leaf.path_str, task, required, order,
+                   {name: by_property[name] for name in order})
 
     def checked(self, leaf: Node, task: str) -> ValueMenus:
         """These menus, where they were read for `leaf` and `task` (a caller's bug else)."""
