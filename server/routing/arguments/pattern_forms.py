@@ -1,14 +1,17 @@
 """Ids and codes written in another form than the property's pattern takes: in groups ("DE89
 3704 0044 0532 0130 00" for an IBAN, "3390 1145 72" for a pattern of dashed groups), in lower
-case ("trk-207" for `^TRK-[0-9]{3}$`). Written to be copied, so each is offered as the pattern
-writes it, at a literal's prior."""
+case ("trk-207" for `^TRK-[0-9]{3}$`) or with a group in capitals a pattern takes in lower
+case ("CHG-7F3A91C2" for `^CHG-[0-9a-f]{8}$`). Written to be copied, so each is offered as
+the pattern writes it, at a literal's prior."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from stackroute.server.routing.arguments.candidate import Candidate
 
+_MAX_GROUPS = 4  # the groups of an id whose cases are tried one by one (16 forms)
 _PLAIN = ("abc", "Abc def", "12345", "AB", "ABCD", "A1", "1")
 
 
@@ -38,14 +41,37 @@ def _grouped(found: list[Candidate], pattern: str, prior: float) -> list[Candida
 
 
 def _cased(found: list[Candidate], pattern: str, prior: float) -> list[Candidate]:
-    """An id written in lower case ("trk-207", "t12 k8af", "econ 3400": words of letters and
-    digits, a digit among them) that the property's pattern takes only in capitals
-    ("^TRK-[0-9]{3}$"), as the pattern writes it. Words without a digit keep their case
-    ("the" is no code)."""
-    return [Candidate(c.text.upper(), c.text.upper(), "id", prior, c.span)
-            for c in found if c.kind in ("span", "id") and any(ch.isdigit() for ch in c.text)
-            and all(group.replace("-", "").isalnum() for group in c.text.split(" "))
-            and not matches(pattern, c.text) and matches(pattern, c.text.upper())]
+    """An id written in another case than the property's pattern takes (words of letters and
+    digits, a digit among them): "trk-207" for `^TRK-[0-9]{3}$`, "CHG-7F3A91C2" for
+    `^CHG-[0-9a-f]{8}$`, as the pattern writes it: in capitals, in lower case, or each of its
+    groups in either. Words without a digit keep their case ("the" is no code)."""
+    out = []
+    for c in found:
+        if c.kind not in ("span", "id") or not any(ch.isdigit() for ch in c.text) \
+                or not all(group.replace("-", "").isalnum() for group in c.text.split(" ")) \
+                or matches(pattern, c.text):
+            continue
+        form = next((f for f in _case_forms(c.text) if matches(pattern, f)), None)
+        if form is not None:
+            out.append(Candidate(form, form, "id", prior, c.span))
+    return out
+
+
+def _case_forms(text: str) -> list[str]:
+    """`text` in capitals, in lower case, then with each of its groups of letters and digits
+    in either (up to four groups).
+
+    >>> _case_forms("chg-7F")
+    ['CHG-7F', 'chg-7f', 'CHG-7F', 'CHG-7f', 'chg-7F', 'chg-7f']
+    """
+    parts = re.split(r"([^A-Za-z0-9]+)", text)  # groups, with their separators between
+    forms = [text.upper(), text.lower()]
+    groups = parts[0::2]
+    if len(groups) <= _MAX_GROUPS:
+        for cases in itertools.product((str.upper, str.lower), repeat=len(groups)):
+            forms.append("".join(cases[k // 2](p) if k % 2 == 0 else p
+                                 for k, p in enumerate(parts)))
+    return forms
 
 
 def is_structured(pattern: str) -> bool:

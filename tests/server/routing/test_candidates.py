@@ -753,3 +753,11 @@ def test_a_value_is_not_held_back_by_a_sibling_whose_schema_refuses_it() -> None
     found = candidates("vehicle_id", {"type": "string", "pattern": "^VH-[0-9]{4}$"}, request,
                        siblings=siblings)
     assert found[0].value == "VH-0045" and found[0].prior >= 3.0
+
+
+def test_an_id_whose_group_the_pattern_takes_in_lower_case_is_taken_so() -> None:
+    # a held-out fleet desk: "stop charging session CHG-7F3A91C2" for `^CHG-[0-9a-f]{8}$`
+    # found no session id; the call went without it six times, refused by the leaf's anyOf
+    found = candidates("session_id", {"type": "string", "pattern": "^CHG-[0-9a-f]{8}$"},
+                       "stop charging session CHG-7F3A91C2, the charger's throwing a fault")
+    assert found[0].value == "CHG-7f3a91c2"
