@@ -127,18 +127,18 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     share one reading of the request (`RequestText.read`); a string is read here."""
     read = request if isinstance(request, RequestText) else RequestText.read(request)
     sibling_schemas = siblings if isinstance(siblings, Mapping) else {s: {} for s in siblings}
-    siblings = list(sibling_schemas)
+    sibling_names = list(sibling_schemas)
     text = read.text
     kind = schema.get("type")
     words = property_words(name, schema)
     # a word the siblings share ("number" of policy_number and flight_number) labels neither;
     # the name written as one word ("checkout" of new_check_out) does, where no sibling's is
-    naming = own_naming(name, words, siblings)
+    naming = own_naming(name, words, sibling_names)
     forms = joined_forms(name)
     cues = label_positions(text, naming.words, words, joined=naming.joined,
                            unless=naming.unless) or phrase_positions(text, name)
     if "enum" in schema:
-        found = enum_candidates(schema["enum"], read, siblings=siblings) \
+        found = enum_candidates(schema["enum"], read, siblings=sibling_names) \
             + _coded(name, schema, text)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)
@@ -147,7 +147,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     elif kind in ("string", None):
         found = _coded(name, schema, text) + _string_candidates(schema, read, cues, words, topic)
         if wants_address(words, schema):  # "77 harbor view ln apt 3, san diego ca 92101"
-            found = _whole(found, address_candidates(text, siblings, prior=TYPED_PRIOR))
+            found = _whole(found, address_candidates(text, sibling_names, prior=TYPED_PRIOR))
     elif kind == "array":
         found = list_candidates(name, schema, read, siblings=sibling_schemas, topic=topic,
                                 element=candidates)

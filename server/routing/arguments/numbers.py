@@ -35,6 +35,7 @@ _TEN_WORDS = {w: 10 * n for n, w in enumerate(
 _SCALE_WORDS = {"thousand": 1_000, "grand": 1_000, "million": 1_000_000,
                 "billion": 1_000_000_000}
 _NUMBER_WORDS = {**_UNIT_WORDS, **_TEN_WORDS, "hundred": 100, "dozen": 12, **_SCALE_WORDS}
+_SIGN = re.compile(r"[$€£¥]")  # a currency's sign, written before an amount
 _NUMBER = re.compile(
     r"(?<![\w.\-/:^])(?P<currency>[$€£¥])?\s?(?P<sign>-)?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
@@ -87,10 +88,17 @@ def find_numbers(text: str) -> list[FoundNumber]:
 def _priced(text: str, number: FoundNumber) -> FoundNumber:
     """`number`, money where a currency's word follows it ("500 dollars", "a 2,500 dollar
     deductible", "20 eur")."""
-    after = UNIT_AFTER.match(text, number.span[1])
-    if number.is_money or after is None or money_word(after[1]) is None:
+    if number.is_money or not written_as_money(text, number.span):
         return number
     return replace(number, is_money=True)
+
+
+def written_as_money(text: str, span: tuple[int, int]) -> bool:
+    """Whether the number at `span` of `text` is written as money: a currency's sign at its
+    start or a currency's word after it ("$1.2k", "500 dollars")."""
+    after = UNIT_AFTER.match(text, span[1])
+    return _SIGN.match(text, span[0]) is not None or (
+        after is not None and money_word(after[1]) is not None)
 
 
 def _said(match: re.Match[str]) -> list[FoundNumber]:

@@ -20,13 +20,11 @@ from stackroute.server.routing.arguments.cues import (
     phrase_positions,
     property_words,
 )
-from stackroute.server.routing.arguments.money import money_word
-from stackroute.server.routing.arguments.numbers import UNIT_AFTER
+from stackroute.server.routing.arguments.numbers import written_as_money
 from stackroute.server.routing.arguments.phones import wants_phone
 from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
 
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
-_MONEY_SIGN = re.compile(r"[$€£¥]")
 # A property named for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 # Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
@@ -50,13 +48,13 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     if not others:
         return found
 
-    # a value is labelled only by a sibling that can take it: one whose schema takes the value
-    # ("Urgent priority, and use VH-0045" is no label of VH-0045 for an enum of priorities),
+    # a value is labelled only by a sibling that can take it: one whose schema, its type aside
+    # (a span "31.5 kg" is a number sibling's value as the request writes it), takes the value
+    # ("Urgent priority, and use VH-0045" is no label of VH-0045 for an enum of priorities);
     # a date or a time by one that takes a date or a time ("data at 15:38" is no label of
     # 15:38 for `data_sources`), a phone number by one that takes a phone ("my number is
     # +353…" is no `account_number`), an amount of money by none named for an id ("a check
     # for $1.2k" is no `check_number`)
-    # (its type aside: a span "31.5 kg" is a number sibling's value as the request writes it)
     fits = {s: value_checker({k: v for k, v in schema.items() if k != "type"})
             for s, schema in siblings.items()}
     names = {s: property_words(s, {}) for s in siblings}
@@ -67,7 +65,7 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
             kind_fits = takes_when(w, schema)
         elif c.kind == "phone":
             kind_fits = wants_phone(w, schema)
-        elif c.kind == "number" and c.span is not None and _is_money(request, c.span):
+        elif c.kind == "number" and c.span is not None and written_as_money(request, c.span):
             kind_fits = not ID_NAME_ENDINGS & set(w)
         else:
             kind_fits = True
@@ -91,14 +89,6 @@ def takes_when(words: list[str], schema: Mapping[str, Any]) -> bool:
     """Whether a property (its name's `words`, its `schema`) takes a date or a time: named
     for one (`due_date`) or formatted as one (`plannedStart`, a date-time)."""
     return bool(WHEN_WORDS & set(words)) or schema.get("format") in ("date", "date-time", "time")
-
-
-def _is_money(request: str, span: tuple[int, int]) -> bool:
-    """Whether the number at `span` is written as money: a currency's sign before it or its
-    word after it ("$1.2k", "500 dollars")."""
-    after = UNIT_AFTER.match(request, span[1])
-    return _MONEY_SIGN.match(request, span[0]) is not None \
-        or (after is not None and money_word(after[1]) is not None)
 
 
 def directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:
