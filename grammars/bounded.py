@@ -1,14 +1,14 @@
 """The schema an engine constrains generation with: the caller's JSON schema with every way
 to write forever taken away.
 
-First the alternatives beside other keywords are written into each alternative
-(`alternatives.py`: xgrammar drops what stands beside an `anyOf`). Then three rewrites, each
-on a copy and each leaving an author's own bound alone: `container_caps.py` (arrays and open
-objects get a count of items, open values become scalars), then `string_caps.py` (strings,
-formats and patterns get a length; skipped when the engine's cap is None) and
-`number_caps.py` (numbers get 15 digits). The order matters: the
-scalars the first inserts are bounded by the other two. Answers are validated against the
-caller's schema, never this one.
+First the combinators xgrammar reads apart from their parent are rewritten (`combinators.py`:
+an `allOf` of several schemas merged, an `anyOf` beside other keywords given them). Then three
+rewrites, each on a copy and each leaving an author's own bound alone: `container_caps.py`
+(arrays and open objects get a count of items, open values become scalars), then
+`string_caps.py` (strings, formats and patterns get a length; skipped when the engine's cap is
+None) and `number_caps.py` (numbers get 15 digits). The order matters: the scalars the first
+inserts are bounded by the other two. Answers are validated against the caller's schema, never
+this one.
 
 >>> bounded_schema({"type": "array"}, 8)["items"]["anyOf"][0]
 {'type': 'string', 'maxLength': 8}
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackroute.grammars.alternatives import distributed
+from stackroute.grammars.combinators import distributed
 from stackroute.grammars.container_caps import cap_container_sizes
 from stackroute.grammars.number_caps import cap_number_sizes
 from stackroute.grammars.string_caps import cap_string_lengths

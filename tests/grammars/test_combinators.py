@@ -1,7 +1,8 @@
-"""Alternatives beside other keywords (grammars/alternatives.py): a held-out fleet desk's
-geofence (`required` name and radius, `anyOf` an address or both coordinates) compiled to a
-grammar that took `{"address":{"type":"string"}}` and refused every valid call: xgrammar
-drops what stands beside an `anyOf`."""
+"""Combinators xgrammar reads apart from their parent (grammars/combinators.py): a held-out
+fleet desk's geofence (`required` name and radius, `anyOf` an address or both coordinates)
+compiled to a grammar that took `{"address":{"type":"string"}}` and refused every valid call:
+xgrammar drops what stands beside an `anyOf`; an `allOf` of several schemas took `{}` and
+refused the object that meets them all."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ GEOFENCE = {
     "required": ["name", "radius_m"],
     "anyOf": [{"required": ["address"]}, {"required": ["center_lat", "center_lon"]}],
     "additionalProperties": False,
+}
+BOTH = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "string", "enum": ["x", "y"]}},
+    "allOf": [{"required": ["a"]}, {"required": ["b"]}],
 }
 SESSION = {
     "type": "object",
@@ -45,6 +51,10 @@ def accepts(info: GrammarTokenizerInfo, tokenizer: Any, schema: dict[str, Any],
     (GEOFENCE, '{"address":{"type":"string"}}', False),  # what the grammar wrote
     (SESSION, '{"session_id":"CHG-7f3a91c2","reason":"fault"}', True),
     (SESSION, '{"reason":"fault"}', False),
+    (BOTH, '{"a":1,"b":"x"}', True),
+    (BOTH, '{"a":1}', False),
+    (BOTH, '{}', False),
+    (BOTH, '{"a":1,"b":"z"}', False),
 ])
 def test_the_grammar_takes_what_the_schema_takes(
         smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo,
