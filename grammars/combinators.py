@@ -1,10 +1,11 @@
 """Combinators xgrammar reads apart from what stands beside them, rewritten for the grammar.
 
-`allOf` of several schemas: xgrammar compiles none of them as JSON Schema reads them (it took
-`{}` and refused `{"a":1,"b":"x"}` for `allOf: [{required: [a]}, {required: [b]}]`), so its
-schemas are merged into their parent (required names joined, properties merged, any other
-keyword the parent leaves out taken from them); one with a `$ref` or a combinator of its own
-is left as written.
+`allOf` of several schemas, or of one beside other keywords: xgrammar compiles neither as JSON
+Schema reads it (it took `{}` and refused `{"a":1,"b":"x"}` for `allOf: [{required: [a]},
+{required: [b]}]`; beside `properties`, it dropped them), so its schemas are merged into their
+parent (required names joined, properties merged, any other keyword the parent leaves out
+taken from them), a local `$ref` read where it points; one with a remote `$ref` or a
+combinator of its own is left as written.
 
 `anyOf` / `oneOf` beside other keywords: JSON Schema reads them beside `properties`, `required`
 and the rest as both at once: `{"properties": {...}, "required": ["name"], "anyOf":
@@ -38,20 +39,27 @@ _OWN_KEYS = frozenset(("anyOf", "oneOf", "$defs", "definitions", "$schema", "$id
 
 
 def distributed(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `schema` where every `allOf` of several schemas is merged into its parent
-    and every `anyOf` / `oneOf` beside other keywords carries them into each alternative."""
-    return rewritten(schema, _rewrite)
+    """A copy of `schema` where every `allOf` is merged into its parent where xgrammar would
+    read it apart (several schemas, or one beside other keywords; a local `$ref` among them
+    read where it points) and every `anyOf` / `oneOf` beside other keywords carries them into
+    each alternative."""
+    root = dict(schema)
+
+    def rewrite(node: dict[str, Any]) -> None:
+        _merge_all_of(node, root)
+        _distribute(node)
+
+    return rewritten(schema, rewrite)
 
 
-def _rewrite(node: dict[str, Any]) -> None:
-    _merge_all_of(node)
-    _distribute(node)
-
-
-def _merge_all_of(node: dict[str, Any]) -> None:
+def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any]) -> None:
     parts = node.get("allOf")
-    if not isinstance(parts, list) or len(parts) < 2:
-        return  # one schema (a `$ref` with a description beside it) xgrammar reads
+    if not isinstance(parts, list):
+        return
+    beside = [k for k in node if k not in _OWN_KEYS and k != "allOf"]
+    if len(parts) < 2 and not beside:
+        return  # one schema alone (a `$ref` with a description beside it): xgrammar reads it
+    parts = [_local(p, root) for p in parts]
     kept = [p for p in parts if not isinstance(p, Mapping) or "$ref" in p
             or any(k in p for k in ("allOf", "anyOf", "oneOf"))]
     merged = {k: v for k, v in node.items() if k != "allOf"}
@@ -62,6 +70,21 @@ def _merge_all_of(node: dict[str, Any]) -> None:
     node.update(merged)
     if kept:
         node["allOf"] = kept
+
+
+def _local(part: Any, root: Mapping[str, Any]) -> Any:
+    """`part`, or the schema its local `$ref` points to ("#/$defs/Base") where it is nothing
+    else."""
+    if not isinstance(part, Mapping) or set(part) != {"$ref"} \
+            or not str(part["$ref"]).startswith("#/"):
+        return part
+    target: Any = root
+    for key in str(part["$ref"])[2:].split("/"):
+        key = key.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, Mapping) or key not in target:
+            return part
+        target = target[key]
+    return dict(target) if isinstance(target, Mapping) else part
 
 
 def _distribute(node: dict[str, Any]) -> None:

@@ -28,6 +28,14 @@ BOTH = {
     "properties": {"a": {"type": "integer"}, "b": {"type": "string", "enum": ["x", "y"]}},
     "allOf": [{"required": ["a"]}, {"required": ["b"]}],
 }
+DERIVED = {  # a model's fields beside its base's, as schema generators write them
+    "type": "object",
+    "properties": {"a": {"type": "integer"}},
+    "required": ["a"],
+    "allOf": [{"$ref": "#/$defs/Base"}],
+    "$defs": {"Base": {"type": "object", "properties": {"b": {"type": "string"}},
+                       "required": ["b"]}},
+}
 SESSION = {
     "type": "object",
     "properties": {"session_id": {"type": "string"}, "station_id": {"type": "string"},
@@ -55,6 +63,8 @@ def accepts(info: GrammarTokenizerInfo, tokenizer: Any, schema: dict[str, Any],
     (BOTH, '{"a":1}', False),
     (BOTH, '{}', False),
     (BOTH, '{"a":1,"b":"z"}', False),
+    (DERIVED, '{"a":1,"b":"x"}', True),
+    (DERIVED, '{"b":"x"}', False),
 ])
 def test_the_grammar_takes_what_the_schema_takes(
         smollm2_tokenizer: Any, smollm2_grammar_info: GrammarTokenizerInfo,
