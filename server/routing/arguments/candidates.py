@@ -18,6 +18,7 @@ from stackroute.runtime.schemas import value_checker
 from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.addresses import address_candidates, wants_address
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.coordinates import coordinate_candidates
 from stackroute.server.routing.arguments.countries import country_candidates
 from stackroute.server.routing.arguments.cues import (
     joined_forms,
@@ -232,6 +233,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
         prior += 1.0 if (money and number.is_money) or (percent and number.is_percent) else 0.0
         text = str(value) if not isinstance(value, float) else repr(value)
         out.append(Candidate(value, text, "number", prior=prior, span=number.span))
+    out += coordinate_candidates(words, request, prior=TYPED_PRIOR)  # "33.0198, -96.6989"
     unit = measure_unit(words, units)
     if unit is not None:  # "an hour", "2 hours" for a property counting minutes
         out += measure_candidates(read, unit, is_integer=kind == "integer", prior=LABEL_PRIOR)

@@ -22,11 +22,11 @@ MEANT_PRIOR = 1.0  # an enum value the request says in other words (enums.SAID_P
 
 def required_of(schema: Mapping[str, Any],
                 by_property: Mapping[str, list[Candidate]]) -> tuple[str, ...]:
-    """The properties a call must give: the schema's `required`, and those of the first
-    alternative of its `anyOf` / `oneOf` whose required properties the request holds values
-    for (else of its first: the value to be asked), so that a leaf that takes a session's id
-    or its station and connector is given one of them ("is not valid under any of the given
-    schemas" refused such calls, one after another).
+    """The properties a call must give: the schema's `required`, and those of the alternative
+    of its `anyOf` / `oneOf` whose least sure value the request holds most surely (the first
+    of equals; the first where it holds none: the value to be asked), so that a leaf that
+    takes a session's id or its station and connector is given one of them ("is not valid
+    under any of the given schemas" refused such calls, one after another).
 
     >>> schema = {"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"],
     ...           "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
@@ -41,9 +41,12 @@ def required_of(schema: Mapping[str, Any],
                     if isinstance(alt, Mapping)]
     alternatives = [alt for alt in alternatives if alt]
     if alternatives and not any(set(alt) <= set(required) for alt in alternatives):
-        held = [alt for alt in alternatives
-                if all(any(c.prior > 0 for c in by_property.get(n, ())) for n in alt)]
-        required += [n for n in (held or alternatives)[0] if n not in required]
+        # the alternative whose least sure value is surest: "around 33.0198, -96.6989" gives
+        # both coordinates as coordinates, above an address that could be any span
+        sure = [min(max((c.prior for c in by_property.get(n, ())), default=0.0) for n in alt)
+                for alt in alternatives]
+        best = max(range(len(alternatives)), key=lambda k: (sure[k] > 0, sure[k], -k))
+        required += [n for n in alternatives[best] if n not in required]
     return tuple(required)
 
 
