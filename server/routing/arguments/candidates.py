@@ -50,6 +50,7 @@ from stackroute.server.routing.arguments.regions import region_candidates
 from stackroute.server.routing.arguments.request_text import RequestText
 from stackroute.server.routing.arguments.seasons import names_a_term, term_candidates
 from stackroute.server.routing.arguments.sibling_labels import (
+    WHEN_FORMATS,
     WHEN_WORDS,
     directed,
     held_back,
@@ -91,7 +92,6 @@ _LOW_WORDS = frozenset(("min", "minimum", "lower", "low", "floor", "least", "sta
 _HIGH_WORDS = frozenset(("max", "maximum", "upper", "high", "ceiling", "most", "end", "latest"))
 _OF_US = re.compile(r"\s+of\s+us\b", re.IGNORECASE)
 _PARTY_OF = re.compile(r"\b(?:party|group)\s+of\s+$", re.IGNORECASE)
-WHEN_FORMATS = frozenset(("date", "date-time", "time"))  # a schema format for one
 LITERAL_PRIOR = 3.0  # a URL, IP address, file name or path: written to be copied
 # a value of the kind its property wants, which no other kind of property takes: an e-mail, a
 # phone number, a date, a time, a language name, a reason after "because" (support.py)

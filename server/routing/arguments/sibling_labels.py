@@ -25,8 +25,9 @@ from stackroute.server.routing.arguments.phones import wants_phone
 from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
 
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
-# A property named for a date or a time: the one a date or a time may be labelled for
+# A property named or formatted for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
+WHEN_FORMATS = frozenset(("date", "date-time", "time"))
 # Where a value comes from and where it goes: "from SFO to JFK", "from English to French"
 DIRECTION_BONUS = 1.0
 _FROM_WORDS = frozenset(("origin", "source", "departure", "sender", "src"))
@@ -88,7 +89,7 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
 def takes_when(words: list[str], schema: Mapping[str, Any]) -> bool:
     """Whether a property (its name's `words`, its `schema`) takes a date or a time: named
     for one (`due_date`) or formatted as one (`plannedStart`, a date-time)."""
-    return bool(WHEN_WORDS & set(words)) or schema.get("format") in ("date", "date-time", "time")
+    return bool(WHEN_WORDS & set(words)) or schema.get("format") in WHEN_FORMATS
 
 
 def directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:

@@ -16,8 +16,6 @@ from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import (
     LABEL_PRIOR,
     TYPED_PRIOR,
-    WHEN_FORMATS,
-    WHEN_WORDS,
     enum_matched,
     property_words,
     schema_of,
@@ -25,6 +23,7 @@ from stackroute.server.routing.arguments.candidates import (
 from stackroute.server.routing.arguments.cues import cue_positions, own_naming
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
+from stackroute.server.routing.arguments.sibling_labels import takes_when
 from stackroute.server.routing.arguments.spans import names_a_place
 
 _WHEN_KINDS = frozenset(("date", "time"))
@@ -82,7 +81,7 @@ def offered(name: str, properties: Mapping[str, Any], found: list[Candidate], re
     fresh = [c for c in found if c.text not in used]
     # a property named or formatted for a date or a time takes one by meaning, never other
     # words ("HVAC" is what a `start_date` is for, not when)
-    if prop.get("format") in WHEN_FORMATS or WHEN_WORDS & set(property_words(name, prop)):
+    if takes_when(property_words(name, prop), prop):
         fresh = [c for c in fresh if c.kind in _WHEN_KINDS]
     return Offer(meaning.matching(name, properties, fresh), may_decline=False)
 
