@@ -10,14 +10,13 @@ is the value then. A property wants one where its name or description says addre
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pycountry
 from stackroute.server.embeddings.words import split_name
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.regions import codes_of
 
 _KINDS = ["street", "st", "avenue", "ave", "road", "rd", "drive", "dr", "lane", "ln",
           "boulevard", "blvd", "way", "court", "ct", "place", "pl", "terrace", "ter", "parkway",
@@ -55,7 +54,7 @@ def address_candidates(text: str, siblings: Sequence[str], *,
         parts = [_capitalised(m["street"])
                  + (" " + _capitalised(m["unit"].lstrip(", ")) if m["unit"] else "")]
         end = m.end("unit") if m["unit"] else m.end("street")
-        if m["state"] and m["state"].upper() in _states():
+        if m["state"] and m["state"].upper() in codes_of("US"):
             parts += [_capitalised(m["city"]), m["state"].upper()
                       + (f" {m['zip']}" if m["zip"] and keeps_zip else "")]
             end = m.end()
@@ -70,7 +69,3 @@ def _capitalised(words: str) -> str:
     return " ".join(w if any(c.isupper() for c in w) or not w[:1].isalpha()
                     else w[:1].upper() + w[1:] for w in words.split())
 
-
-@functools.cache
-def _states() -> frozenset[str]:
-    return frozenset(s.code.split("-")[1] for s in pycountry.subdivisions.get(country_code="US"))

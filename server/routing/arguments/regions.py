@@ -57,9 +57,23 @@ def region_candidates(name: str, schema: Mapping[str, Any], text: str, *,
     return out
 
 
+def codes_of(country: str) -> frozenset[str]:
+    """The two-letter codes of `country`'s ("US", "CA") states, provinces and territories.
+
+    >>> {"TX", "DC"} <= codes_of("US") and "ON" not in codes_of("US")
+    True
+    """
+    return frozenset(_names(country).values())
+
+
+@functools.cache
+def _names(country: str) -> dict[str, str]:
+    return {s.name.lower(): s.code.split("-")[1]
+            for s in pycountry.subdivisions.get(country_code=country)}
+
+
 @functools.cache
 def _table() -> tuple[dict[str, str], re.Pattern[str]]:
-    codes = {s.name.lower(): s.code.split("-")[1] for country in _COUNTRIES
-             for s in pycountry.subdivisions.get(country_code=country)}
+    codes = {name: code for country in _COUNTRIES for name, code in _names(country).items()}
     alternation = "|".join(re.escape(n) for n in sorted(codes, key=len, reverse=True))
     return codes, re.compile(rf"(?<![\w.-])(?:{alternation})(?![\w-])", re.IGNORECASE)

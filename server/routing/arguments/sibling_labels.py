@@ -44,7 +44,7 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     the label of that property's value ("the subject" for `message`), not this one's.
     `siblings`: the leaf's other properties and their schemas."""
     own = {w[:4] for w in words}
-    labels = {s: label_of(request, s, own, forms) for s in siblings}
+    labels = {s: spans_of for s in siblings if (spans_of := label_of(request, s, own, forms))}
     others = sorted({span for spans_of in labels.values() for span in spans_of})
     if not others:
         return found
@@ -56,9 +56,9 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     # 15:38 for `data_sources`), a phone number by one that takes a phone ("my number is
     # +353…" is no `account_number`), an amount of money by none named for an id ("a check
     # for $1.2k" is no `check_number`)
-    fits = {s: value_checker({k: v for k, v in schema.items() if k != "type"})
-            for s, schema in siblings.items()}
-    names = {s: property_words(s, {}) for s in siblings}
+    fits = {s: value_checker({k: v for k, v in siblings[s].items() if k != "type"})
+            for s in labels}  # only the siblings the request labels: a validator each
+    names = {s: property_words(s, {}) for s in labels}
 
     def takes(sibling: str, c: Candidate) -> bool:
         w, schema = names[sibling], siblings[sibling]
