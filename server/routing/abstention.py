@@ -269,7 +269,8 @@ class AbstentionCheck:
         lead = top[0][1] - top[-1][1] if len(top) > 1 else 1.0
         return AbstentionFeatures(judge=judge, contrast=contrast, score=score, margin=margin,
                                   values=value_coverage(leaf, task, menus=menus),
-                                  lead=lead, named=name_share(leaf.name, task)), usage
+                                  lead=lead,
+                                  named=name_share(leaf.name, self.evidence.reading(task))), usage
 
     def verdict(self, request: RoutingRequest, leaf: Node, *,
                 menus: ValueMenus | None = None) -> Verdict:

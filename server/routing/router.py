@@ -25,7 +25,7 @@ from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.prompt import Prompt, PromptLayout, PromptStyle
 from stackroute.runtime.router import RoutingRequest
 from stackroute.runtime.tree import CapabilityTree, Node
-from stackroute.server.embeddings.embedder import TextEmbedder
+from stackroute.server.embeddings.embedder import Embedder, TextEmbedder
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.engines.base import Engine, Generation
 from stackroute.server.engines.verification import PathVerifier
@@ -216,7 +216,8 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
     model_id = Path(model_dir).name if model_dir is not None else type(embedder).__name__
     index = LeafIndex.from_tree(tree, embedder, model_id=model_id,
                                 cache_dir=cache_dir or default_cache_dir())
-    return EvidenceSource(index, embedder)
+    dictionary = embedder.dictionary() if isinstance(embedder, Embedder) else frozenset()
+    return EvidenceSource(index, embedder, dictionary=dictionary)
 
 
 def default_embedder() -> TextEmbedder:

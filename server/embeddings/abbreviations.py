@@ -1,0 +1,114 @@
+"""Abbreviations a request writes for a catalog's words: "odo" for odometer, "rpt" for report,
+"tkt" for ticket, "appt" for appointment, "mgmt" for management.
+
+Staff type into a tool in shorthand, and shorthand meets neither BM25 (no catalog text holds
+"rpt") nor the embedding (the model's tokenizer cuts "rpt" into pieces that mean nothing).
+A request word is read as an abbreviation only where it is no word: not in the catalog's
+words, and not a whole word of a dictionary (the embedding model's WordPiece vocabulary, which
+holds about 20,000 whole English words: "car" and "van" are words, "rpt" and "odo" are not).
+It abbreviates a catalog word that
+
+- begins with it, where it has three letters or more ("odo": odometer, "resched": reschedule);
+- or holds its letters in order from the same first letter, where it is written without
+  vowels after its first letter ("rpt": report, "appt": appointment, "qty": quantity).
+
+A word that abbreviates more than MAX_EXPANSIONS catalog words says none of them. Without a
+dictionary nothing is read as an abbreviation (a test double's embedder has none).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from stackroute.server.embeddings.lexical import STOP_WORDS
+from stackroute.server.embeddings.words import singular
+
+MAX_EXPANSIONS = 3
+_VOWELS = frozenset("aeiou")  # "y" is a consonant: "qty" for quantity
+# a word of a file name, a web address or an id ("photo1.jpg", "wo-2031") is not shorthand
+_WORD = re.compile(r"(?<![\w'./@#-])[A-Za-z]{2,8}(?![\w'/@-]|\.\w)")
+
+
+@dataclass(frozen=True)
+class Abbreviations:
+    """The abbreviations of one catalog's words: request word -> the catalog words it stands
+    for, read once per word."""
+
+    catalog_words: frozenset[str]  # lower-case alphabetic words of the catalog's leaf texts
+    dictionary: frozenset[str]  # lower-case whole words a request may write as themselves
+
+    @classmethod
+    def of(cls, catalog_words: Iterable[str], dictionary: Collection[str]) -> Abbreviations:
+        return cls(frozenset(w for w in catalog_words
+                             if w.isalpha() and len(w) > 3 and w not in STOP_WORDS),
+                   frozenset(dictionary))
+
+    def expansions(self, word: str) -> tuple[str, ...]:
+        """The catalog words `word` abbreviates, in alphabetical order; () for a word.
+
+        >>> a = Abbreviations.of(["odometer", "report", "receipt", "vehicle"], ["car", "van"])
+        >>> a.expansions("odo"), a.expansions("rpt"), a.expansions("car"), a.expansions("veh")
+        (('odometer',), ('receipt', 'report'), (), ('vehicle',))
+        >>> a.expansions("ODO"), a.expand("report.rpt, rpt")  # capitals: an acronym
+        ((), 'report.rpt, receipt report')
+        """
+        w = word.lower()
+        if not self.dictionary or not w.isalpha() or not 2 <= len(w) <= 8 or word.isupper() \
+                or w in self.catalog_words or w in self.dictionary \
+                or singular(w) in self.dictionary or singular(w) in self.catalog_words:
+            return ()
+        found = [(v, strict) for v in self.catalog_words if len(v) >= len(w) + 2
+                 for strict in (_abbreviates(w, v),) if strict is not None]
+        if any(strict for _, strict in found):  # "acct": account, not activity
+            found = [(v, strict) for v, strict in found if strict]
+        return tuple(sorted(v for v, _ in found)) if len(found) <= MAX_EXPANSIONS else ()
+
+    def expand(self, text: str) -> str:
+        """`text` with each abbreviation written as the catalog words it stands for (the
+        evidence reads those; the abbreviation itself would only count against every leaf);
+        `text` unchanged where it holds none.
+
+        >>> a = Abbreviations.of(["odometer", "update", "vehicle"], ["van", "mi"])
+        >>> a.expand("van 12 odo 48,210 mi")
+        'van 12 odometer 48,210 mi'
+        """
+        return _WORD.sub(lambda m: " ".join(self.expansions(m[0])) or m[0], text)
+
+
+def _abbreviates(short: str, word: str) -> bool | None:
+    """Whether `short` abbreviates `word`, and how surely: True where it is its first letters
+    (three or more), or its first letter and then its consonants, doubled ones once
+    ("password": p s w r d), in order, skipping at most one between two it keeps, to its last
+    ("rpt": r p (r) t, "tkt": t (c) k t, "pwd": p (s) w (r) d; "hrs" is not "harsh");
+    False where a word of four letters or more ends before ("appt": a p (n) t…); None where
+    it does not."""
+    if word.startswith(short):
+        return True if len(short) >= 3 else None
+    if len(short) < 3 or short[0] != word[0] or any(c in _VOWELS for c in short[1:]):
+        return None
+    consonants = _once([c for c in word[1:] if c not in _VOWELS])
+    at = -1
+    for c in _once(list(short[1:])):
+        found = [i for i in (at + 1, at + 2) if i < len(consonants) and consonants[i] == c]
+        if not found:
+            return None
+        at = found[0]
+    if at == len(consonants) - 1:
+        return True
+    return False if len(short) >= 4 else None
+
+
+def _once(letters: list[str]) -> list[str]:
+    return [c for i, c in enumerate(letters) if i == 0 or c != letters[i - 1]]
+
+
+def dictionary_of(vocabulary: Mapping[str, int] | Collection[str]) -> frozenset[str]:
+    """The whole words of a WordPiece vocabulary: alphabetic entries, not word pieces ("##s")
+    and not single letters.
+
+    >>> sorted(dictionary_of({"car": 1, "##s": 2, "[CLS]": 3, "a": 4, "van": 5}))
+    ['car', 'van']
+    """
+    return frozenset(w for w in vocabulary if len(w) > 1 and w.isalpha() and w.islower())

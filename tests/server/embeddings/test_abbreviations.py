@@ -1,0 +1,69 @@
+"""Abbreviations of a catalog's words in a request ("odo", "rpt", "appt"): read against the
+catalog's own words and a dictionary of whole words (the embedding model's vocabulary)."""
+
+from __future__ import annotations
+
+import pytest
+from doubles import WordEmbedder
+from stackroute.runtime.catalog import build_tree
+from stackroute.server.embeddings.abbreviations import Abbreviations, dictionary_of
+from stackroute.server.embeddings.embedder import default_embedding_model_dir
+from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
+
+CATALOG_WORDS = ("odometer", "vehicle", "report", "receipt", "ticket", "appointment",
+                 "application", "account", "activity", "affected", "management", "quantity",
+                 "password", "confirmation", "harsh", "unreal", "jumping", "please")
+
+
+@pytest.fixture(scope="module")
+def real_dictionary() -> frozenset[str]:
+    vocab = (default_embedding_model_dir() / "vocab.txt").read_text(encoding="utf-8")
+    return dictionary_of(vocab.split("\n"))
+
+
+@pytest.mark.parametrize(("word", "expansions"), [
+    ("odo", ("odometer",)),  # the first letters
+    ("rpt", ("receipt", "report")),  # both hold r p t to their last consonant
+    ("tkt", ("ticket",)),
+    ("appt", ("appointment",)),  # not application: a p l c… skips two
+    ("acct", ("account",)),  # one that ends at the last consonant beats activity, affected
+    ("mgmt", ("management",)),
+    ("qty", ("quantity",)),  # "y" is a consonant
+    ("pwd", ("password",)),  # a doubled consonant counts once
+    ("conf", ("confirmation",)),
+    ("hrs", ()),  # "hours", not "harsh": three letters end at the last consonant
+    ("pls", ()),  # "please" is a stop word, no catalog word of its own
+    ("car", ()), ("van", ()), ("report", ()),  # words, and the catalog's own
+    ("ODO", ()),  # written in capitals: an acronym, not shorthand
+    ("ve", ()),  # two letters abbreviate nothing
+])
+def test_expansions_with_the_real_dictionary(real_dictionary: frozenset[str], word: str,
+                                             expansions: tuple[str, ...]) -> None:
+    assert Abbreviations.of(CATALOG_WORDS, real_dictionary).expansions(word) == expansions
+
+
+def test_a_word_of_an_address_or_a_file_name_is_no_shorthand(
+        real_dictionary: frozenset[str]) -> None:
+    abbreviations = Abbreviations.of(CATALOG_WORDS, real_dictionary)
+    assert abbreviations.expand("rotate photo1.jpg, see https://x.io/rpt or a@rpt.io") \
+        == "rotate photo1.jpg, see https://x.io/rpt or a@rpt.io"
+    assert abbreviations.expand("van 12 odo 48,210 mi; rpt pls") \
+        == "van 12 odometer 48,210 mi; receipt report pls"
+
+
+def test_without_a_dictionary_nothing_is_read_as_shorthand() -> None:
+    assert Abbreviations.of(CATALOG_WORDS, ()).expand("van 12 odo") == "van 12 odo"
+
+
+def test_the_evidence_reads_an_abbreviation_as_the_catalog_word() -> None:
+    tree = build_tree({"name": "root", "description": "fleet", "children": [
+        {"name": "vehicles", "description": "Vehicles.", "children": [
+            {"name": "update_odometer", "description": "Record a vehicle's odometer."},
+            {"name": "register_vehicle", "description": "Add a new van or truck."}]}]})
+    embedder = WordEmbedder()
+    index = LeafIndex.from_tree(tree, embedder, model_id="words")
+    plain = EvidenceSource(index, embedder)
+    read = EvidenceSource(index, embedder, dictionary={"van", "new", "mi"})
+    assert plain.for_request("van 12 odo 48,210 mi").best()[0] == "vehicles/register_vehicle"
+    assert read.reading("van 12 odo 48,210 mi") == "van 12 odometer 48,210 mi"
+    assert read.for_request("van 12 odo 48,210 mi").best()[0] == "vehicles/update_odometer"
