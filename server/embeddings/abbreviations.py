@@ -18,6 +18,7 @@ dictionary nothing is read as an abbreviation (a test double's embedder has none
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -55,9 +56,8 @@ class Abbreviations:
         ((), 'report.rpt, receipt report')
         """
         w = word.lower()
-        if not self.dictionary or not w.isalpha() or not 2 <= len(w) <= 8 or word.isupper() \
-                or w in self.catalog_words or w in self.dictionary \
-                or singular(w) in self.dictionary or singular(w) in self.catalog_words:
+        if not _no_word(word, self.dictionary) \
+                or w in self.catalog_words or singular(w) in self.catalog_words:
             return ()
         found = [(v, strict) for v in self.catalog_words if len(v) >= len(w) + 2
                  for strict in (_abbreviates(w, v),) if strict is not None]
@@ -102,6 +102,45 @@ def _abbreviates(short: str, word: str) -> bool | None:
 
 def _once(letters: list[str]) -> list[str]:
     return [c for i, c in enumerate(letters) if i == 0 or c != letters[i - 1]]
+
+
+def is_shorthand(written: str, word: str, dictionary: Collection[str] | None = None) -> bool:
+    """Whether a request's `written` word is shorthand for `word` (a property's or an enum
+    value's word): `_no_word`, at least two letters shorter, and `_abbreviates` it to its
+    last consonant (one word alone, no catalog's words to rank it against: "acct" is no
+    shorthand for actual); `dictionary`: the default embedding model's words where None.
+
+    >>> is_shorthand("odo", "odometer"), is_shorthand("qty", "qUantity")
+    (True, True)
+    >>> pairs = [("the", "theme"), ("QTY", "quantity"), ("acct", "actual")]
+    >>> [is_shorthand(written, word) for written, word in pairs]
+    [False, False, False]
+    """
+    w = word.lower()
+    return _no_word(written, default_dictionary() if dictionary is None else dictionary) \
+        and len(w) >= len(written) + 2 and _abbreviates(written.lower(), w) is True
+
+
+def _no_word(written: str, dictionary: Collection[str]) -> bool:
+    """Whether `written` can be shorthand: three to eight letters, not in capitals (an
+    acronym), and no whole word of a `dictionary` (none: nothing is shorthand)."""
+    w = written.lower()
+    return bool(dictionary) and w.isalpha() and 3 <= len(w) <= 8 and not written.isupper() \
+        and w not in dictionary and singular(w) not in dictionary
+
+
+@functools.cache
+def default_dictionary() -> frozenset[str]:
+    """`dictionary_of` the default embedding model's vocabulary, read from its package's
+    `vocab.txt` (no model loaded); empty where the package or the file is missing."""
+    from stackroute.runtime.errors import InputError
+    from stackroute.server.embeddings.embedder import default_embedding_model_dir
+
+    try:
+        vocab = default_embedding_model_dir() / "vocab.txt"
+        return dictionary_of(vocab.read_text(encoding="utf-8").split("\n"))
+    except (InputError, OSError):
+        return frozenset()
 
 
 def dictionary_of(vocabulary: Mapping[str, int] | Collection[str]) -> frozenset[str]:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
+from stackroute.server.embeddings.abbreviations import is_shorthand
 from stackroute.server.embeddings.words import split_name
 from stackroute.server.routing.arguments.money import MONEY_WORD
 
@@ -87,7 +88,8 @@ def phrase_positions(request: str, name: str) -> list[tuple[int, int]]:
 
 def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (),
                   unless: Collection[str] = ()) -> list[tuple[int, int]]:
-    """Where the request names the property (a word of its name, 4-letter stem; or, `joined`,
+    """Where the request names the property (a word of its name, 4-letter stem, or its
+    shorthand: "odo 48,210" for odometer_reading, `abbreviations.is_shorthand`; or, `joined`,
     its name written as one word, said as one word or two: "checkout", "check-out", "check
     out"): each such word's span, so a value right after it ("with ID X", "age of 63") or right
     before it ("the Sales team", "the 'income' dataset") can be favoured. A word, or two, that
@@ -105,7 +107,8 @@ def cue_positions(request: str, words: list[str], *, joined: Collection[str] = (
         word = match[0].lower()
         if match.start() in taken or match.start() in paired:
             continue
-        if word in joined or any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4]))
+        if word in joined or any(len(w) >= 2 and (word == w or (len(w) >= 4 and word[:4] == w[:4])
+                                                  or is_shorthand(match[0], w))
                                  for w in words):
             out.append(match.span())
     return sorted(out)

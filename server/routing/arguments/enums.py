@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from stackroute.server.embeddings.abbreviations import is_shorthand
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import STOPWORDS, property_words
 from stackroute.server.routing.arguments.request_text import RequestText
@@ -72,8 +73,9 @@ def enum_candidates(values: list[Any], read: RequestText, *,
 def _said(phrase: str, lowered: str,
           tokens: Sequence[tuple[str, tuple[int, int]]]) -> tuple[int, int] | None:
     """Where the request says a word value: the phrase whole, or each of its words whole, by
-    its first five letters, or (three letters or more) with an ending of at most two (the
-    place of the first); `tokens`: the words of `lowered` and where they stand."""
+    its first five letters, (three letters or more) with an ending of at most two, or in
+    shorthand ("chk" for check: `abbreviations.is_shorthand`) (the place of the first);
+    `tokens`: the words of `lowered` and where they stand."""
     found = re.search(rf"\b{re.escape(phrase)}\b", lowered)
     if found:
         return found.span()
@@ -82,7 +84,8 @@ def _said(phrase: str, lowered: str,
         place = next((span for token, span in tokens if token == part
                       or (len(part) >= 5 and token[:5] == part[:5])
                       or (len(part) >= 3 and token.startswith(part)
-                          and len(token) - len(part) <= 2)), None)
+                          and len(token) - len(part) <= 2)
+                      or is_shorthand(token, part)), None)
         if place is None:
             return None
         places.append(place)

@@ -152,6 +152,9 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
      "Give mkhan VPN access for 7 days due to on-call duty this week.", ["on-call duty this week"]),
     ("cancel_reason", {"type": "string"}, "Cancel order 5 Because of a duplicate charge.",
      ["duplicate charge"]),
+    # shorthand labels a value ("qty" for quantity), or says an enum value ("chk" for check)
+    ("quantity", {"type": "integer"}, "bay 7, qty 40 pls", [40]),
+    ("method", {"enum": ["cash", "check", "card"]}, "paid $120 by chk", ["check"]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,
