@@ -148,6 +148,11 @@ class ServerSettings(BaseSettings):
         "without its name, \"on Facebook\" for platform: a request value whose embedding is "
         "most like this property's among the leaf's, arguments/meaning.py; Seal-Tools dev at "
         "the gold leaf: more exact calls, bench/results/2026-12-05-cpu-optional-meaning)")
+    shorthand: bool = Field(
+        True, description="guided policy: the leaf evidence reads a request's shorthand of "
+        "the catalog's words as those words ('van 12 odo' as odometer, 'rpt' as report), "
+        "where the embedding model's vocabulary holds no such whole word "
+        "(server/embeddings/abbreviations.py; bench/results/2026-12-08-cpu-heldout-hotel-lab)")
     warm_on_load: WarmScope = Field(
         WarmScope.ROOT, description="what a catalog load computes before its first request: "
         "root (the prompt header every request shares, and the root menu's neutral contrast "
@@ -324,7 +329,8 @@ class ServerSettings(BaseSettings):
                               abstain=self.abstain, argument_values=self.argument_values,
                               missing_values=self.missing_values,
                               optional_values=self.optional_values,
-                              recall_after_backs=self.recall_after_backs)
+                              recall_after_backs=self.recall_after_backs,
+                              shorthand=self.shorthand)
 
     @classmethod
     def default(cls, name: str) -> Any:

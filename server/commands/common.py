@@ -85,6 +85,10 @@ OptionalValuesOpt = Annotated[str | None, typer.Option(
     "names the property, or holds a value only its kind takes) | meaning (also a value it "
     "gives without the name: \"on Facebook\" for platform); default: the optional_values "
     "setting (meaning)")]
+ShorthandOpt = Annotated[bool | None, typer.Option(
+    "--shorthand/--no-shorthand", help="guided policy: the leaf evidence reads a request's "
+    "shorthand of the catalog's words as those words ('odo' as odometer, 'rpt' as report); "
+    "default: the shorthand setting (on)")]
 ShortlistOpt = Annotated[bool | None, typer.Option(
     "--shortlist/--no-shortlist", help="guided policy: open an inner menu with its best "
     "options and OTHER (the full menu) where the leaf evidence is sure; default: the "
@@ -213,6 +217,7 @@ class RoutingFlags:
     missing_values: MissingValues | None = None  # None: the settings' default
     optional_values: OptionalValues | None = None  # None: the settings' default
     recall_after_backs: int | None = None  # None: the settings' default (0: off)
+    shorthand: bool | None = None  # None: the settings' default
 
     @classmethod
     def parse(cls, *, policy: str | None, calibration: Path | None,
@@ -223,7 +228,8 @@ class RoutingFlags:
               argument_values: str | None = None,
               missing_values: str | None = None,
               optional_values: str | None = None,
-              recall_after_backs: int | None = None) -> RoutingFlags:
+              recall_after_backs: int | None = None,
+              shorthand: bool | None = None) -> RoutingFlags:
         """A bad value is an `InputError` naming the flag and the values it takes."""
         return cls(policy=None if policy is None else _parse(Policy, "--policy", policy),
                    calibration=calibration,
@@ -241,7 +247,7 @@ class RoutingFlags:
                    else _parse(MissingValues, "--missing-values", missing_values),
                    optional_values=None if optional_values is None
                    else _parse(OptionalValues, "--optional-values", optional_values),
-                   recall_after_backs=recall_after_backs)
+                   recall_after_backs=recall_after_backs, shorthand=shorthand)
 
     def options_for(self, engine: Any) -> RouterOptions:
         """The router options for this engine's model (its calibration decides the default
@@ -255,7 +261,8 @@ class RoutingFlags:
                               abstain=self.abstain, argument_values=self.argument_values,
                               missing_values=self.missing_values,
                               optional_values=self.optional_values,
-                              recall_after_backs=self.recall_after_backs)
+                              recall_after_backs=self.recall_after_backs,
+                              shorthand=self.shorthand)
 
 
 def _parse(enum: type[E], flag: str, value: str) -> E:

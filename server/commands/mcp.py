@@ -22,6 +22,7 @@ from stackroute.server.commands.common import (
     OptionalValuesOpt,
     PolicyOpt,
     RecallOpt,
+    ShorthandOpt,
     err_console,
     fail,
 )
@@ -55,6 +56,7 @@ def mcp(
     missing_values: MissingValuesOpt = None,
     optional_values: OptionalValuesOpt = None,
     recall_after_backs: RecallOpt = None,
+    shorthand: ShorthandOpt = None,
     log_level: Annotated[str | None, typer.Option(
         "--log-level", help="debug | info | warning | error (on stderr)")] = None,
     max_wait_s: Annotated[float, typer.Option(
@@ -82,7 +84,7 @@ def mcp(
                                        missing_values=missing_values,
                                        optional_values=optional_values,
                                        recall_after_backs=recall_after_backs,
-                                       log_level=log_level)
+                                       shorthand=shorthand, log_level=log_level)
     except SettingsError as e:
         err_console.print(f"[red]error[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from e

@@ -39,6 +39,7 @@ from stackroute.server.commands.common import (
     RemoteConstraintsOpt,
     RoutingFlags,
     ServedModelNameOpt,
+    ShorthandOpt,
     ShortlistMarginOpt,
     ShortlistOpt,
     SpecOpt,
@@ -88,14 +89,15 @@ def routing_flags(
     shortlist: ShortlistOpt = None, shortlist_margin: ShortlistMarginOpt = None,
     abstain: AbstainOpt = None, argument_values: ArgumentValuesOpt = None,
     missing_values: MissingValuesOpt = None, optional_values: OptionalValuesOpt = None,
-    recall_after_backs: RecallOpt = None,
+    recall_after_backs: RecallOpt = None, shorthand: ShorthandOpt = None,
 ) -> RoutingFlags:
     return RoutingFlags.parse(
         policy=policy, calibration=calibration, speculation=speculation,
         no_speculation=no_speculation, unwinding=unwinding, prompt_order=prompt_order,
         shortlist=shortlist, shortlist_margin=shortlist_margin, abstain=abstain,
         argument_values=argument_values, missing_values=missing_values,
-        optional_values=optional_values, recall_after_backs=recall_after_backs)
+        optional_values=optional_values, recall_after_backs=recall_after_backs,
+        shorthand=shorthand)
 
 
 GROUPS: Mapping[type, Callable[..., Any]] = {EngineChoice: engine_choice,

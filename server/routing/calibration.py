@@ -123,7 +123,8 @@ def router_options(model: str, *, policy: Policy | None = None,
                    argument_values: ArgumentValues | None = None,
                    missing_values: MissingValues | None = None,
                    optional_values: OptionalValues | None = None,
-                   recall_after_backs: int | None = None) -> RouterOptions:
+                   recall_after_backs: int | None = None,
+                   shorthand: bool | None = None) -> RouterOptions:
     """The options a run routes with, for an engine serving `model`.
 
     `policy` None picks `guided` when a calibration exists (the file `calibration` names, else
@@ -136,7 +137,7 @@ def router_options(model: str, *, policy: Policy | None = None,
     `argument_values` None: the setting's; None there too: the calibration's under the guided
     policy (plain is the model alone, the paper's router), else the model's choice.
     `recall_after_backs` None: the setting's; None there too: the calibration's (0: off).
-    `missing_values` and `optional_values` None: the settings'."""
+    `missing_values`, `optional_values` and `shorthand` None: the settings'."""
     from stackroute.server.settings import ServerSettings
 
     if speculation is None:
@@ -191,6 +192,8 @@ def router_options(model: str, *, policy: Policy | None = None,
         options = replace(options, missing_values=missing_values)
     if optional_values is not None:
         options = replace(options, optional_values=optional_values)
+    if shorthand is not None:
+        options = replace(options, shorthand=shorthand)
     # `shortlist`/`shortlist_margin` None: the settings' (shortlist.py; guided policy only).
     options = replace(options, shortlist=default_shortlist(enabled=shortlist,
                                                            margin=shortlist_margin))

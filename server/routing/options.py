@@ -128,6 +128,9 @@ class RouterOptions:
     # (settings.py's `optional_values`).
     optional_values: OptionalValues = field(
         default_factory=lambda: OptionalValues(_setting("optional_values")))
+    # Guided policy: the leaf evidence reads a request's shorthand of the catalog's words as
+    # those words (settings.py's `shorthand`; server/embeddings/abbreviations.py).
+    shorthand: bool = field(default_factory=lambda: _setting("shorthand"))
 
     @property
     def policy(self) -> Policy:
@@ -138,7 +141,7 @@ class RouterOptions:
         where the check is on, `argument_values` only where not the model's choice (else
         `none_bias` where not 0),
         `missing_values` only where they are written rather than asked, `optional_values`
-        only where by words alone)."""
+        only where by words alone, `shorthand` only where off)."""
         out: dict[str, str | None] = {
             "policy": self.policy.value, "calibration": self.calibration,
             "speculation": self.speculation.value,
@@ -153,4 +156,6 @@ class RouterOptions:
             out["missing_values"] = self.missing_values.value
         if self.optional_values is not OptionalValues.MEANING:
             out["optional_values"] = self.optional_values.value
+        if not self.shorthand:
+            out["shorthand"] = "off"
         return out

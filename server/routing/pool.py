@@ -108,7 +108,8 @@ class RouterPool:
                 from stackroute.server.routing.calibration import require_embedder
 
                 require_embedder()  # raises, naming the package
-            return evidence_for_tree(routed_tree(tree, is_flat=is_flat), embedder)
+            return evidence_for_tree(routed_tree(tree, is_flat=is_flat), embedder,
+                                     shorthand=self.options.shorthand)
 
         return self._cached(self._evidence, tree, is_flat, build)
 

