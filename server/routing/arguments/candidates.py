@@ -19,6 +19,7 @@ from stackroute.server.embeddings.words import STOP_WORDS, singular
 from stackroute.server.routing.arguments.addresses import address_candidates, wants_address
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.coordinates import coordinate_candidates
+from stackroute.server.routing.arguments.corrections import corrected
 from stackroute.server.routing.arguments.countries import country_candidates
 from stackroute.server.routing.arguments.cues import (
     joined_forms,
@@ -155,8 +156,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     else:
         found = []  # objects, and arrays of nothing copyable: the model writes them (fallback)
     fits = value_checker(schema)  # a value the schema refuses would fail the call
-    found = directed(held_back([c for c in found if fits(c.value)], text, cues, words,
-                               sibling_schemas, forms), text, words)
+    found = corrected(directed(held_back([c for c in found if fits(c.value)], text, cues, words,
+                                         sibling_schemas, forms), text, words), text)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():

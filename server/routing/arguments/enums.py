@@ -5,7 +5,8 @@ its first five letters, or a short word with a short ending), a number value by 
 numbers ("2,500" is 2500, not the word "500"), a value that is a function word only as the
 schema writes it ("A", a DNS record type, not the article). A value the request turns from
 ("instead of quarterly", "rather than", "switch from quarterly to …") is held back where it
-says another, and so is a word value that is the name of another property of the leaf, owned
+says another, as is one the request corrects ("high priority, actually no, make it urgent":
+`corrections.py`), and so is a word value that is the name of another property of the leaf, owned
 or counted ("my *email* changed" names the `email` property, not the channel `email`; "alerts
 by email" is the channel). With no value said,
 every value is offered below zero (the model's choice, or none).
@@ -20,6 +21,7 @@ from typing import Any
 
 from stackroute.server.embeddings.abbreviations import is_shorthand
 from stackroute.server.routing.arguments.candidate import Candidate
+from stackroute.server.routing.arguments.corrections import corrections
 from stackroute.server.routing.arguments.cues import STOPWORDS, property_words
 from stackroute.server.routing.arguments.request_text import RequestText
 
@@ -65,6 +67,8 @@ def enum_candidates(values: list[Any], read: RequestText, *,
               if span is not None and _TURNED_FROM.search(request[:span[0]])}
     if len(turned) == len(said):
         turned = set()  # nothing else said: "not quarterly" alone is still about quarterly
+    placed = [k for k, (_, span, _) in enumerate(said) if span is not None]
+    turned |= {placed[i] for i in corrections([said[k][1] or (0, 0) for k in placed], request)}
     return [Candidate(value, option_text(value), "enum",
                       HELD_PRIOR if k in turned or is_name else SAID_PRIOR)
             for k, (value, _, is_name) in enumerate(said)]
