@@ -14,6 +14,7 @@ every value is offered below zero (the model's choice, or none).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -46,6 +47,9 @@ def enum_candidates(values: list[Any], read: RequestText, *,
     numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
     named = {" ".join(property_words(s, {})) for s in siblings}
     tokens = [(m[0], m.span()) for m in _TOKEN.finditer(lowered)]  # read once for every value
+    # two words written apart that a value writes as one: "2 mL cryovial" for cryovial_2ml
+    joined = [(a + b, (sa[0], sb[1])) for (a, sa), (b, sb) in itertools.pairwise(tokens)
+              if lowered[sa[1]:sb[0]] in (" ", "-") and lowered[sa[0] - 1:sa[0]] not in (".", ",")]
     said: list[tuple[Any, tuple[int, int] | None, bool]] = []  # value, where, another's name
     for value in values:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -57,7 +61,7 @@ def enum_candidates(values: list[Any], read: RequestText, *,
             found = re.search(rf"\b{re.escape(text)}\b", request)
             span = found.span() if found else None
         else:
-            span = _said(phrase, lowered, tokens) if phrase else None
+            span = _said(phrase, lowered, tokens, joined) if phrase else None
         if span is not None:
             owned = _OWNED.search(request[:span[0]]) is not None
             said.append((value, span, phrase in named and owned))
@@ -74,18 +78,20 @@ def enum_candidates(values: list[Any], read: RequestText, *,
             for k, (value, _, is_name) in enumerate(said)]
 
 
-def _said(phrase: str, lowered: str,
-          tokens: Sequence[tuple[str, tuple[int, int]]]) -> tuple[int, int] | None:
+def _said(phrase: str, lowered: str, tokens: Sequence[tuple[str, tuple[int, int]]],
+          joined: Sequence[tuple[str, tuple[int, int]]]) -> tuple[int, int] | None:
     """Where the request says a word value: the phrase whole, or each of its words whole, by
     its first five letters, (three letters or more) with an ending of at most two, or in
-    shorthand ("chk" for check: `abbreviations.is_shorthand`) (the place of the first);
-    `tokens`: the words of `lowered` and where they stand."""
+    shorthand ("chk" for check: `abbreviations.is_shorthand`), or two words written as one
+    ("2 mL" for 2ml) (the place of the first); `tokens`: the words of `lowered` and where they
+    stand, `joined`: each two of them a space or a dash apart, as one word."""
     found = re.search(rf"\b{re.escape(phrase)}\b", lowered)
     if found:
         return found.span()
     places = []
     for part in phrase.split():
-        place = next((span for token, span in tokens if token == part
+        place = next((span for token, span in joined if token == part), None) \
+            or next((span for token, span in tokens if token == part
                       or (len(part) >= 5 and token[:5] == part[:5])
                       or (len(part) >= 3 and token.startswith(part)
                           and len(token) - len(part) <= 2)

@@ -1,12 +1,13 @@
 """Measures a request gives in another unit than the one its property counts in.
 
-A property counts time, mass, length, data or money in a unit its name or its description says
-(`duration_minutes`, `weight_kg`, `amount_cents`, "Time to live in seconds", "Gross weight in
-kg"). A request may give the measure in another unit of the same kind ("2 hours", "22.5
-tonnes", "500 MB", "$1.2k" for cents) or, for time, in words ("an hour", "half an hour", "a
-week"): the value is the measure in the property's unit, labelled as a number in that unit
-would be. Only units that convert exactly and mean one size (no pounds to kilograms, no "ton":
-907 kg in the US), and only to whole units or halves. An amount of money is one written with a
+A property counts time, mass, length, data, volume or money in a unit its name or its
+description says (`duration_minutes`, `weight_kg`, `volume_ul`, `amount_cents`, "Time to live
+in seconds", "Gross weight in kg"). A request may give the measure in another unit of the same
+kind ("2 hours", "22.5 tonnes", "500 MB", "1.5 mL" for microlitres, "$1.2k" for cents) or, for
+time, in words ("an hour", "half an hour", "a week"): the value is the measure in the
+property's unit, labelled as a number in that unit would be. Only units that convert exactly
+and mean one size (no pounds to kilograms, no "ton": 907 kg in the US, no gallon: US or
+imperial), and only to whole units or halves. An amount of money is one written with a
 currency sign or word; its cents are a hundredth of it, whatever the currency.
 """
 
@@ -24,8 +25,8 @@ from stackroute.server.routing.arguments.request_text import RequestText
 
 
 class Unit(NamedTuple):
-    kind: str  # time | mass | length | data | money
-    size: float  # in the kind's base unit: seconds, grams, metres, bytes, cents
+    kind: str  # time | mass | length | data | volume | money
+    size: float  # in the kind's base unit: seconds, grams, metres, bytes, microlitres, cents
 
 
 _UNITS = {
@@ -36,6 +37,7 @@ _UNITS = {
     "km": Unit("length", 1e3),
     "kb": Unit("data", 1e3), "mb": Unit("data", 1e6), "gb": Unit("data", 1e9),
     "tb": Unit("data", 1e12),
+    "ul": Unit("volume", 1), "ml": Unit("volume", 1e3), "l": Unit("volume", 1e6),
     "cent": Unit("money", 1), "money": Unit("money", 100),  # an amount in dollars, euros, …
 }
 _ALIASES = {
@@ -44,6 +46,8 @@ _ALIASES = {
     "millimetre": "mm", "millimeter": "mm", "centimetre": "cm", "centimeter": "cm",
     "metre": "m", "meter": "m", "kilometre": "km", "kilometer": "km", "kms": "km",
     "kilobyte": "kb", "megabyte": "mb", "gigabyte": "gb", "gig": "gb", "terabyte": "tb",
+    "microlitre": "ul", "microliter": "ul", "millilitre": "ml", "milliliter": "ml", "cc": "ml",
+    "litre": "l", "liter": "l", "ltr": "l",
 }
 # a property's unit is a word of two letters or more ("m" or "t" of a name says nothing)
 _NAMED = 2

@@ -155,6 +155,9 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     # shorthand labels a value ("qty" for quantity), or says an enum value ("chk" for check)
     ("quantity", {"type": "integer"}, "bay 7, qty 40 pls", [40]),
     ("method", {"enum": ["cash", "check", "card"]}, "paid $120 by chk", ["check"]),
+    # two words an enum value writes as one ("2 mL" of cryovial_2ml), not "1.5 mL"'s "5 mL"
+    ("container", {"enum": ["cryovial_2ml", "cryovial_5ml"]},
+     "It's 1.5 mL in a 2 mL cryovial", ["cryovial_2ml"]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,
@@ -349,6 +352,11 @@ def test_a_duration_in_another_unit_is_counted_in_the_propertys(
     ("amount_cents", {"type": "integer", "description": "Amount received, in US cents."},
      "customer mailed in a check for $1.2k on POL-1187364, check #5521", 120000),
     ("amount", {"type": "integer", "description": "Amount in cents"}, "refund 42.50 euros", 4250),
+    # a held-out lab: "1.5 mL in a 2 mL cryovial" for `volume_ul` offered 1.5 and 2
+    ("volume_ul", {"type": "integer", "description": "Volume in microlitres"},
+     "It's 1.5 mL in a 2 mL cryovial", 1500),
+    ("volume_ml", {"type": "number"}, "add 500 uL of buffer", 0.5),
+    ("tank_litres", {"type": "number"}, "a 2,500 ml tank", 2.5),
 ])
 def test_a_measure_in_another_unit_is_counted_in_the_propertys(
         name: str, schema: dict[str, Any], request_text: str, value: float) -> None:
