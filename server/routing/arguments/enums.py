@@ -3,13 +3,15 @@
 A word value is said by its words ("burglar alarm" for `burglar_alarm`; each word whole, by
 its first five letters, or a short word with a short ending), a number value by the request's
 numbers ("2,500" is 2500, not the word "500"), a value that is a function word only as the
-schema writes it ("A", a DNS record type, not the article). A value the request turns from
+schema writes it ("A", a DNS record type, not the article), a file format by the application
+that writes it ("as an Excel file" for xlsx). A value the request turns from
 ("instead of quarterly", "rather than", "switch from quarterly to …") is held back where it
 says another, as is one the request corrects ("high priority, actually no, make it urgent":
 `corrections.py`), and so is a word value that is the name of another property of the leaf, owned
 or counted ("my *email* changed" names the `email` property, not the channel `email`; "alerts
-by email" is the channel). With no value said,
-every value is offered below zero (the model's choice, or none).
+by email" is the channel). With no value said, a value of several words the request says one
+of, a word no other value holds, is offered first ("the original card" for original_payment,
+PARTLY_PRIOR), and every other value below zero (the model's choice, or none).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackroute.server.embeddings.abbreviations import is_shorthand
+from stackroute.server.embeddings.words import singular, split_name
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.corrections import corrections
 from stackroute.server.routing.arguments.cues import STOPWORDS, property_words
@@ -28,6 +31,17 @@ from stackroute.server.routing.arguments.request_text import RequestText
 
 SAID_PRIOR = 2.0  # an enum value the request says
 UNSAID_PRIOR = -1.0  # every value, where the request says none
+# A file format is said by the application that writes it: "as an Excel file" for xlsx, "a
+# Word doc" for docx (the word alone is too common); the older format only where the enum
+# lacks the newer one.
+_EXCEL = re.compile(r"\b(?:ms\s+)?excel\b", re.IGNORECASE)
+_WORD_DOC = re.compile(r"\b(?:ms\s+word|word\s+(?:doc|docs|document|documents|file|files))\b",
+                       re.IGNORECASE)
+_POWERPOINT = re.compile(r"\bpower\s*point\b", re.IGNORECASE)
+_BY_APPLICATION = {"xlsx": _EXCEL, "xls": _EXCEL, "docx": _WORD_DOC, "doc": _WORD_DOC,
+                   "pptx": _POWERPOINT, "ppt": _POWERPOINT}
+_NEWER = {"xls": "xlsx", "doc": "docx", "ppt": "pptx"}
+PARTLY_PRIOR = 1.0  # a value of several words the request says one of, its own (`_partly_said`)
 HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
 # a word that names another property is that property's label where something owns or
 # counts it ("my email changed", "a new email a@b.ie"), not after "by" ("alerts by email")
@@ -62,11 +76,20 @@ def enum_candidates(values: list[Any], read: RequestText, *,
             span = found.span() if found else None
         else:
             span = _said(phrase, lowered, tokens, joined) if phrase else None
+        if span is None and phrase in _BY_APPLICATION and _NEWER.get(phrase) not in values:
+            found = _BY_APPLICATION[phrase].search(request)  # "as an Excel file": xlsx
+            span = found.span() if found else None
         if span is not None:
             owned = _OWNED.search(request[:span[0]]) is not None
             said.append((value, span, phrase in named and owned))
     if not said:
-        return [Candidate(v, option_text(v), "enum", prior=UNSAID_PRIOR) for v in values]
+        # a word of a compound is none of its own: "double-checked" says no double room
+        alone = [(t, (a, b)) for t, (a, b) in tokens
+                 if lowered[a - 1:a] != "-" and lowered[b:b + 1] != "-"]
+        partly = _partly_said(values, alone, {w for s in siblings for w in split_name(s)})
+        return [Candidate(v, option_text(v), "enum", prior=PARTLY_PRIOR) for v in partly] \
+            + [Candidate(v, option_text(v), "enum", prior=UNSAID_PRIOR)
+               for v in values if v not in partly]
     turned = {k for k, (_, span, _) in enumerate(said)
               if span is not None and _TURNED_FROM.search(request[:span[0]])}
     if len(turned) == len(said):
@@ -100,6 +123,28 @@ def _said(phrase: str, lowered: str, tokens: Sequence[tuple[str, tuple[int, int]
             return None
         places.append(place)
     return min(places) if places else None
+
+
+def _partly_said(values: list[Any], tokens: Sequence[tuple[str, tuple[int, int]]],
+                 named: set[str]) -> list[Any]:
+    """The values of several words the request says a word of that no other value holds (a
+    content word: four letters or more, said whole, plurals folded, and no word of another
+    property's name, `named`): "to the original card" for original_payment, where no other
+    value is original; not "text the patient" for patient_request beside notify_patient, nor
+    "the insured" for evidence_of_insurance."""
+    words = {str(v): [w for w in re.sub(r"[_\-]+", " ", str(v).lower()).split()
+                      if len(w) >= 4 and w not in STOPWORDS and w not in named]
+             for v in values}
+    said = {singular(t) for t, _ in tokens}
+    out = []
+    for value in values:
+        own = words[str(value)]
+        if len(re.sub(r"[_\-]+", " ", str(value)).split()) < 2:
+            continue  # a value of one word is said whole or not at all
+        if any(singular(w) in said
+               for w in own if not any(w in words[str(v)] for v in values if v != value)):
+            out.append(value)
+    return out
 
 
 def enum_matched(found: list[Candidate]) -> bool:

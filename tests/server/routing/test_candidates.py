@@ -158,6 +158,13 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     # two words an enum value writes as one ("2 mL" of cryovial_2ml), not "1.5 mL"'s "5 mL"
     ("container", {"enum": ["cryovial_2ml", "cryovial_5ml"]},
      "It's 1.5 mL in a 2 mL cryovial", ["cryovial_2ml"]),
+    # a word of a value that no other value holds says it, where none is said whole
+    ("refund_to", {"enum": ["store_credit", "original_payment", "cash"]},
+     "Please refund $85.50 to the original card", ["original_payment"]),
+    # a file format by the application that writes it; the older one only without the newer
+    ("format", {"enum": ["pdf", "csv", "xls", "xlsx"]}, "send it as an Excel file", ["xlsx"]),
+    ("format", {"enum": ["pdf", "doc"]}, "attach it as a Word doc", ["doc"]),
+    ("format", {"enum": ["pdf", "docx"]}, "in a word, the pdf", ["pdf"]),
 ])
 def test_the_best_candidates_are_the_requests_values(name: str, schema: dict[str, Any],
                                                      request_text: str,
@@ -308,6 +315,17 @@ def test_an_id_written_in_lower_case_is_taken_as_its_pattern_writes_it(
         schema: dict[str, Any], request_text: str, value: str) -> None:
     found = candidates("id", schema, request_text)
     assert found[0].value == value and found[0].prior >= 3.0
+
+
+@pytest.mark.parametrize(("name", "values", "request_text"), [
+    ("method", ["credit_card", "debit_card", "cash"], "pay by card"),  # two values hold card
+    ("room_type", ["standard_king", "double_queen"], "no, it was 3, I double-checked"),
+    ("reason", ["patient_request", "provider_unavailable"], "text the patient"),  # a sibling's
+])
+def test_a_word_another_value_a_compound_or_a_sibling_holds_says_no_value(
+        name: str, values: list[str], request_text: str) -> None:
+    found = candidates(name, {"enum": values}, request_text, siblings=["notify_patient"])
+    assert all(c.prior < 0 for c in found)
 
 
 def test_a_word_without_a_digit_is_not_upper_cased_into_a_code() -> None:
