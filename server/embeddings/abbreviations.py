@@ -5,12 +5,16 @@ Staff type into a tool in shorthand, and shorthand meets neither BM25 (no catalo
 "rpt") nor the embedding (the model's tokenizer cuts "rpt" into pieces that mean nothing).
 A request word is read as an abbreviation only where it is no word: not in the catalog's
 words, and not a whole word of a dictionary (the embedding model's WordPiece vocabulary, which
-holds about 20,000 whole English words: "car" and "van" are words, "rpt" and "odo" are not).
-It abbreviates a catalog word that
+holds 21,722 whole words: "car" and "van" are words, "rpt" and "odo" are not), of three to
+eight letters, not in capitals (an acronym: "PNR", "URL"), and not inside a file name, a web
+address or an id. It abbreviates a catalog word that
 
 - begins with it, where it has three letters or more ("odo": odometer, "resched": reschedule);
-- or holds its letters in order from the same first letter, where it is written without
-  vowels after its first letter ("rpt": report, "appt": appointment, "qty": quantity).
+- or, written without vowels after its first letter, holds its first letter and then its
+  consonants in order, skipping at most one between two it keeps ("rpt": report, "qty":
+  quantity), to the word's last consonant or, for four letters or more, short of it ("appt":
+  appointment); a word it abbreviates to the last consonant is read over one it does not
+  ("acct": account, not activity).
 
 A word that abbreviates more than MAX_EXPANSIONS catalog words says none of them. Without a
 dictionary nothing is read as an abbreviation (a test double's embedder has none).

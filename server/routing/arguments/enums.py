@@ -6,12 +6,12 @@ numbers ("2,500" is 2500, not the word "500"), a value that is a function word o
 schema writes it ("A", a DNS record type, not the article), a file format by the application
 that writes it ("as an Excel file" for xlsx). A value the request turns from
 ("instead of quarterly", "rather than", "switch from quarterly to …") is held back where it
-says another, as is one the request corrects ("high priority, actually no, make it urgent":
-`corrections.py`), and so is a word value that is the name of another property of the leaf, owned
-or counted ("my *email* changed" names the `email` property, not the channel `email`; "alerts
-by email" is the channel). With no value said, a value of several words the request says one
-of, a word no other value holds, is offered first ("the original card" for original_payment,
-PARTLY_PRIOR), and every other value below zero (the model's choice, or none).
+says another, as is one the request corrects ("high priority, actually no, make it
+urgent": `corrections.py`), and so is a word value that is the name of another property of
+the leaf, owned or counted ("my *email* changed" names the `email` property, not the channel
+`email`; "alerts by email" is the channel). With no value said, a value of several words the
+request says one of, a word no other value holds, is offered first ("the original card" for
+original_payment, PARTLY_PRIOR), and every other value below zero (the model's choice, or none).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from stackroute.server.routing.arguments.request_text import RequestText
 
 SAID_PRIOR = 2.0  # an enum value the request says
 UNSAID_PRIOR = -1.0  # every value, where the request says none
+PARTLY_PRIOR = 1.0  # a value of several words the request says one of, its own (`_partly_said`)
+HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
 # A file format is said by the application that writes it: "as an Excel file" for xlsx, "a
 # Word doc" for docx (the word alone is too common); the older format only where the enum
 # lacks the newer one.
@@ -41,8 +43,6 @@ _POWERPOINT = re.compile(r"\bpower\s*point\b", re.IGNORECASE)
 _BY_APPLICATION = {"xlsx": _EXCEL, "xls": _EXCEL, "docx": _WORD_DOC, "doc": _WORD_DOC,
                    "pptx": _POWERPOINT, "ppt": _POWERPOINT}
 _NEWER = {"xls": "xlsx", "doc": "docx", "ppt": "pptx"}
-PARTLY_PRIOR = 1.0  # a value of several words the request says one of, its own (`_partly_said`)
-HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
 # a word that names another property is that property's label where something owns or
 # counts it ("my email changed", "a new email a@b.ie"), not after "by" ("alerts by email")
 _OWNED = re.compile(r"\b(?:my|your|his|her|their|our|the|new|a|an|its)\s+(?:new\s+)?$",
@@ -55,7 +55,7 @@ _TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s
 def enum_candidates(values: list[Any], read: RequestText, *,
                     siblings: Sequence[str] = ()) -> list[Candidate]:
     """The enum `values` the request says, at SAID_PRIOR (HELD_PRIOR where held back); else
-    every value at UNSAID_PRIOR."""
+    those it says partly at PARTLY_PRIOR and every other value at UNSAID_PRIOR."""
     request = read.text
     lowered = request.lower()
     numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
