@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stackroute.grammars.schema_walk import rewritten
+from stackroute.runtime.schema_hazards import node_at
 
 # what a parent keeps for itself, not given to its alternatives
 _OWN_KEYS = frozenset(("anyOf", "oneOf", "$defs", "definitions", "$schema", "$id", "title",
@@ -78,12 +79,7 @@ def _local(part: Any, root: Mapping[str, Any]) -> Any:
     if not isinstance(part, Mapping) or set(part) != {"$ref"} \
             or not str(part["$ref"]).startswith("#/"):
         return part
-    target: Any = root
-    for key in str(part["$ref"])[2:].split("/"):
-        key = key.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, Mapping) or key not in target:
-            return part
-        target = target[key]
+    target = node_at(root, str(part["$ref"])[1:])
     return dict(target) if isinstance(target, Mapping) else part
 
 

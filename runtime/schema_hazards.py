@@ -134,7 +134,7 @@ def _cycle_problem(schema: Mapping[str, Any], ref_edges: Mapping[str, list[str]]
     for targets in ref_edges.values():
         for target in targets:
             if target not in by_pointer:
-                node = _node_at(schema, target)
+                node = node_at(schema, target)
                 if isinstance(node, Mapping):
                     for child, pointer in _subschemas(node, target):
                         by_pointer.setdefault(pointer, child)
@@ -170,7 +170,9 @@ def _cycle_problem(schema: Mapping[str, Any], ref_edges: Mapping[str, list[str]]
     return None
 
 
-def _node_at(schema: Mapping[str, Any], pointer: str) -> Any:
+def node_at(schema: Mapping[str, Any], pointer: str) -> Any:
+    """What the JSON pointer `pointer` ("/$defs/Base", "" for the whole) names in `schema`,
+    or None where it names nothing."""
     node: Any = schema
     for part in pointer.split("/")[1:]:
         key = part.replace("~1", "/").replace("~0", "~")

@@ -217,7 +217,8 @@ class EvidenceSource:
         # `dictionary`: whole words a request writes as themselves; the other words that
         # abbreviate the catalog's are read as what they stand for (none without one)
         self.abbreviations = Abbreviations.of(index.words, dictionary)
-        self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        # each request text's vector and reading, the last `max_requests`
+        self._seen: OrderedDict[str, tuple[NDArray[np.float32], str]] = OrderedDict()
 
     def reading(self, text: str) -> str:
         """`text` as the evidence reads it: its abbreviations of the catalog's words written
@@ -225,15 +226,16 @@ class EvidenceSource:
         return self.abbreviations.expand(text)
 
     def for_request(self, text: str) -> Evidence:
-        vector = self._vectors.get(text)
-        if vector is None:
-            vector = self.embedder.embed([self.reading(text)])[0]
-            self._vectors[text] = vector
-            if len(self._vectors) > self.max_requests:
-                self._vectors.popitem(last=False)
+        seen = self._seen.get(text)
+        if seen is None:
+            reading = self.reading(text)
+            seen = self.embedder.embed([reading])[0], reading
+            self._seen[text] = seen
+            if len(self._seen) > self.max_requests:
+                self._seen.popitem(last=False)
         else:
-            self._vectors.move_to_end(text)
-        return self.index.evidence(vector, self.reading(text))
+            self._seen.move_to_end(text)
+        return self.index.evidence(*seen)
 
 
 def _reduce(scores: NDArray[np.float32], aggregate: Aggregate, temperature: float) -> float:

@@ -307,7 +307,7 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
                 for m in _LANGUAGE.finditer(request)]
     if wants_phone(words, schema):  # not a date's digits ("dec 10 2026")
         out += [c for c in phone_candidates(request, pattern, prior=TYPED_PRIOR)
-                if not _in_when(c, read)]
+                if not read.overlaps_when(c.span)]
     if fmt in WHEN_FORMATS or fmt == "email":
         return out
     for match in read.quoted:
@@ -333,14 +333,8 @@ def _string_candidates(schema: Mapping[str, Any], read: RequestText,
         if is_structured(pattern):  # "STAT 2000" for `^[A-Z]{2,5}[ -][0-9]{3,4}$`: an id,
             # not a piece of a date ("dec 10 2026" is no phone number's "10 2026")
             out = [replace(c, kind="id", prior=max(c.prior, LITERAL_PRIOR))
-                   if c.kind == "span" and not _in_when(c, read) else c for c in out]
+                   if c.kind == "span" and not read.overlaps_when(c.span) else c for c in out]
     return out
-
-
-def _in_when(candidate: Candidate, read: RequestText) -> bool:
-    """Whether `candidate` overlaps a date or a clock time of the request."""
-    span = candidate.span
-    return span is not None and any(a < span[1] and span[0] < b for a, b in read.when)
 
 
 def _quoted(match: re.Match[str], near: bool) -> list[Candidate]:

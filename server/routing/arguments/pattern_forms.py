@@ -62,16 +62,15 @@ def _case_forms(text: str) -> list[str]:
     in either (up to four groups).
 
     >>> _case_forms("chg-7F")
-    ['CHG-7F', 'chg-7f', 'CHG-7F', 'CHG-7f', 'chg-7F', 'chg-7f']
+    ['CHG-7F', 'chg-7f', 'CHG-7f', 'chg-7F']
     """
     parts = re.split(r"([^A-Za-z0-9]+)", text)  # groups, with their separators between
     forms = [text.upper(), text.lower()]
-    groups = parts[0::2]
-    if len(groups) <= _MAX_GROUPS:
-        for cases in itertools.product((str.upper, str.lower), repeat=len(groups)):
-            forms.append("".join(cases[k // 2](p) if k % 2 == 0 else p
-                                 for k, p in enumerate(parts)))
-    return forms
+    if len(parts[0::2]) <= _MAX_GROUPS:
+        forms += ["".join(cases[k // 2](p) if k % 2 == 0 else p for k, p in enumerate(parts))
+                  for cases in itertools.product((str.upper, str.lower),
+                                                 repeat=len(parts[0::2]))]
+    return list(dict.fromkeys(forms))
 
 
 def is_structured(pattern: str) -> bool:

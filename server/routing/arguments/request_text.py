@@ -72,6 +72,11 @@ class RequestText:
         """Where the request writes a date or a time."""
         return tuple(d.span for d in self.dates) + tuple(t.span for t in self.times)
 
+    def overlaps_when(self, span: tuple[int, int] | None) -> bool:
+        """Whether `span` overlaps a date or a clock time of the request ("10 2026" of
+        "dec 10 2026")."""
+        return span is not None and any(a < span[1] and span[0] < b for a, b in self.when)
+
     @cached_property
     def quotes(self) -> tuple[tuple[int, int], ...]:
         return tuple(m.span() for m in self.quoted)

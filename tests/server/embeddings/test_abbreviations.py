@@ -7,8 +7,7 @@ import pytest
 from doubles import LogitEngine, WordEmbedder
 from stackroute.runtime.catalog import build_tree
 from stackroute.server.commands.common import RoutingFlags
-from stackroute.server.embeddings.abbreviations import Abbreviations, dictionary_of
-from stackroute.server.embeddings.embedder import default_embedding_model_dir
+from stackroute.server.embeddings.abbreviations import Abbreviations, default_dictionary
 from stackroute.server.embeddings.leaf_index import EvidenceSource, LeafIndex
 from stackroute.server.routing.options import DraftSource, RouterOptions
 from stackroute.server.routing.router import default_embedder, evidence_for_tree
@@ -21,8 +20,7 @@ CATALOG_WORDS = ("odometer", "vehicle", "report", "receipt", "ticket", "appointm
 
 @pytest.fixture(scope="module")
 def real_dictionary() -> frozenset[str]:
-    vocab = (default_embedding_model_dir() / "vocab.txt").read_text(encoding="utf-8")
-    return dictionary_of(vocab.split("\n"))
+    return default_dictionary()
 
 
 @pytest.mark.parametrize(("word", "expansions"), [
