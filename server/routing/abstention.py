@@ -190,6 +190,23 @@ def declined(events: Iterable[TraceEvent]) -> Declined | None:
     return None
 
 
+def verdicts(events: Iterable[TraceEvent]) -> tuple[dict[str, Any], ...]:
+    """The check's verdicts among a run's routing events, as recorded (`Verdict.detail`), in
+    order: what `eval --json` lists per query. An unwinding step's record is no verdict.
+
+    >>> from stackroute.runtime.trace import EventKind
+    >>> def route(detail): return TraceEvent(seq=1, kind=EventKind.ROUTE, frame_id=0,
+    ...     parent_id=None, path="", detail=detail)
+    >>> verdicts([route({"abstention": {"leaf": "bank/send", "fit": 0.4, "threshold": 0.0,
+    ...                                 "abstain": False}}),
+    ...           route({"abstention": {"unwind": True, "leaf": "bank/send"}}), route({})])
+    ({'leaf': 'bank/send', 'fit': 0.4, 'threshold': 0.0, 'abstain': False},)
+    """
+    return tuple(dict(record) for event in events
+                 if isinstance(record := event.detail.get(DETAIL_KEY), Mapping)
+                 and "fit" in record)
+
+
 def leaf_words(leaf: Node) -> str:
     """The leaf as the question shows it: its name in words, then its description.
 

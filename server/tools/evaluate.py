@@ -17,6 +17,7 @@ from stackroute.runtime.governance import RunStatus
 from stackroute.runtime.machine import StackMachine
 from stackroute.runtime.state import RunState
 from stackroute.runtime.tree import CapabilityTree
+from stackroute.server.routing.abstention import verdicts
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class QueryResult:
     # the values the last call waits for (it asked the user; counted among `called` with
     # the arguments it had: an eval has no one to answer)
     asked_values: tuple[str, ...] = ()
+    # the out-of-scope check's verdicts (`abstention.Verdict.detail`), where the run met it
+    abstention: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "query": self.query, "tags": list(self.tags),
@@ -85,7 +88,8 @@ class QueryResult:
                 "format_failures": self.format_failures, "wall_ms": round(self.wall_ms, 1),
                 "params": self.params.to_dict(), "error": self.error,
                 "written_values": [list(w) for w in self.written_values],
-                "asked_values": list(self.asked_values)}
+                "asked_values": list(self.asked_values),
+                "abstention": [dict(v) for v in self.abstention]}
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def score(tree: CapabilityTree, query: Query, state: RunState, *,
                        wall_ms=wall_ms, params=param_counts(tree, query, called, arguments),
                        written_values=tuple(tuple(c.get("written_values", ()))
                                             for c in state.calls),
-                       asked_values=asked)
+                       asked_values=asked, abstention=verdicts(state.trace))
 
 
 def param_counts(tree: CapabilityTree, query: Query, called: tuple[str, ...],

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 ENGINE = ["--engine", "console_kit:build_keyword_engine"]
 RESULT_KEYS = {"id", "query", "tags", "gold", "gold_args", "called", "arguments", "success",
                "args_success", "outcome", "usage", "format_failures", "wall_ms", "params",
-               "error", "written_values", "asked_values"}
+               "error", "written_values", "asked_values", "abstention"}
 
 
 @pytest.fixture()
@@ -75,6 +75,36 @@ def test_eval_json_names_the_values_written_or_asked(tmp_path: Path,
     assert missing["called"] == ["payments/send_money"] and missing["success"]
     assert missing["arguments"] == [{"payee": "Asha"}]
     assert (out["calls_with_written_values"], out["queries_that_asked"]) == (0, 1)
+
+
+def test_eval_json_records_the_out_of_scope_check_per_query(tmp_path: Path) -> None:
+    """With `--abstain`, each query's record carries the check's verdict (its leaf, fit,
+    threshold and features) where the run reached one: what refitting the check, or reading
+    why a clear request got no call, needs. The real embedded model on the bank example."""
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "in", "query": "Send 500 dollars to Asha", "gold": ["payments/send_money"]},
+        {"id": "out", "query": "Hi there! How are you doing today?", "gold": []},
+    ]) + "\n", encoding="utf-8")
+    bank = Path(__file__).resolve().parents[3] / "examples" / "bank.catalog.json"
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", "--abstain"])
+    assert result.exit_code == 0, result.output
+    served, chat = json.loads(result.stdout)["results"]
+    assert served["called"] == ["payments/send_money"], served
+    [verdict] = served["abstention"]
+    assert verdict["leaf"] == "payments/send_money" and not verdict["abstain"]
+    assert verdict["fit"] >= verdict["threshold"]
+    assert set(verdict["features"]) == {"judge", "contrast", "score", "margin", "values",
+                                        "lead", "named"}
+    assert chat["called"] == []
+    assert all(v["abstain"] for v in chat["abstention"]), chat  # stopped there, or before
+
+
+def test_eval_json_has_no_verdict_without_the_check(files: tuple[Path, Path]) -> None:
+    bank, queries = files
+    result = CliRunner().invoke(app, ["eval", str(bank), str(queries), "--json", *ENGINE])
+    assert result.exit_code == 0, result.output
+    assert [r["abstention"] for r in json.loads(result.stdout)["results"]] == [[], []]
 
 
 def test_eval_table_leaves_the_per_query_rows_to_json(files: tuple[Path, Path]) -> None:
