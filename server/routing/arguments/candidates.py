@@ -31,9 +31,12 @@ from stackroute.server.routing.arguments.cues import (
 )
 from stackroute.server.routing.arguments.currencies import currency_candidates
 from stackroute.server.routing.arguments.dates import date_forms, time_forms, time_of
+from stackroute.server.routing.arguments.described_codes import described_code_candidates
 from stackroute.server.routing.arguments.enums import enum_candidates, enum_matched
 from stackroute.server.routing.arguments.lists import list_candidates
 from stackroute.server.routing.arguments.measures import (
+    area_after,
+    area_named,
     measure_candidates,
     measure_unit,
     unit_name,
@@ -172,8 +175,10 @@ def schema_of(prop: Any) -> Mapping[str, Any]:
 
 def _coded(name: str, schema: Mapping[str, Any], text: str) -> list[Candidate]:
     """The countries, currencies, states and provinces and the terms (season and year) the
-    request names, as the codes the property wants (none where it wants no code)."""
-    return country_candidates(name, schema, text, prior=TYPED_PRIOR) \
+    request names, as the codes the property wants (none where it wants no code), and the
+    codes its description explains whose meanings the request says."""
+    return described_code_candidates(schema, text, prior=TYPED_PRIOR) \
+        + country_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + currency_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + region_candidates(name, schema, text, prior=TYPED_PRIOR) \
         + term_candidates(name, schema, text, prior=TYPED_PRIOR)
@@ -211,6 +216,7 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
     # the units it counts in: its description's, or one its name says (`lookback_years`)
     named_units = {unit_name(w) for w in (*units, *words)}
     end = range_end(words)  # "140k-165k" for `salary_min`, `salary_max`
+    area = area_named(f"{'_'.join(words)} {schema.get('description', '')}")  # "320 sq ft"
     out = []
     for number in read.numbers:
         if any(a <= number.span[0] < b for a, b in blocked):
@@ -227,7 +233,8 @@ def _number_candidates(kind: str, read: RequestText, cues: list[tuple[int, int]]
             (money or priced) and _CENTS.fullmatch(number.text) is not None) or (
             people and _counts_people(request, number.span, unit)) or (
             percent and number.is_percent) or (
-            end > 0 and number.range_part == end)
+            end > 0 and number.range_part == end) or (
+            area is not None and area_after(request, number.span[1]) == area)
         prior = LABEL_PRIOR if labelled else 0.0
         # an amount of money for a property of money, a percentage for one of a percentage
         # ("to 80%" for `targetSocPercent`, though "1 to 80%" also ends a range for `maxPowerKw`)

@@ -114,6 +114,46 @@ _SHORT_NAMES = {"yr": "year", "yrs": "year", "mo": "month", "mos": "month", "mth
                 "mi": "mile"}
 
 
+# an area's unit, after a number ("320 sq ft", "1,140 sq. ft.", "85 m2", "12 square metres")
+# or in a property's name or description (`area_sqft`, "in square feet"): its one short name
+_AREA_LENGTHS = {"ft": "ft", "feet": "ft", "foot": "ft", "m": "m", "metre": "m", "metres": "m",
+                 "meter": "m", "meters": "m", "km": "km", "yd": "yd", "yard": "yd",
+                 "yards": "yd", "mi": "mi", "mile": "mi", "miles": "mi"}
+_LENGTH = "|".join(sorted(_AREA_LENGTHS, key=len, reverse=True))
+_AREA_AFTER = re.compile(rf"\s*(?:(?:sq\.?|square)\s*(?P<length>{_LENGTH})\b\.?"
+                         rf"|(?P<joined>sq(?:ft|m|km|yd|mi))\b|(?P<power>ft|m|km)(?:2|²))",
+                         re.IGNORECASE)
+_AREA_NAMED = re.compile(rf"(?<![a-z])(?:sq_?(?P<short>ft|m|km|yd|mi)"
+                         rf"|square[\s_]+(?P<length>{_LENGTH}))(?![a-z])", re.IGNORECASE)
+
+
+def area_after(text: str, end: int) -> str | None:
+    """The area unit written right after a number ending at `end`, as "sq" and its length.
+
+    >>> [area_after(t, 3) for t in ("320 sq ft", "320 sq. ft.", "320 sqft", "320 m²", "320 ft")]
+    ['sqft', 'sqft', 'sqft', 'sqm', None]
+    """
+    found = _AREA_AFTER.match(text, end)
+    if found is None:
+        return None
+    if found["joined"]:
+        return found["joined"].lower()
+    return "sq" + _AREA_LENGTHS[(found["length"] or found["power"]).lower()]
+
+
+def area_named(text: str) -> str | None:
+    """The area unit a property's name or description counts in, as `area_after` writes it.
+
+    >>> [area_named(t) for t in ("square_footage_sqft", "Floor area in square metres.",
+    ...                          "lot_sq_ft", "square_footage")]
+    ['sqft', 'sqm', 'sqft', None]
+    """
+    found = _AREA_NAMED.search(text)
+    if found is None:
+        return None
+    return "sq" + _AREA_LENGTHS[(found["short"] or found["length"]).lower()]
+
+
 def unit_name(word: str) -> str:
     """A unit word as a property's name or description would say it: singular, short forms
     written out ("yrs" -> "year", "mins" -> "minute")."""

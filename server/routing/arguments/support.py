@@ -29,10 +29,10 @@ from stackroute.server.routing.arguments.spans import names_a_place
 _WHEN_KINDS = frozenset(("date", "time"))
 # Kinds a request value has only where this property wants it (a date for a date, a language
 # name for a language, what follows "because" for a reason, a country's, a currency's, a
-# state's or a term's code for one, a latitude or a longitude of a pair): the request's
-# support by itself
+# state's or a term's code for one, a code its description explains, a latitude or a
+# longitude of a pair): the request's support by itself
 _OWN_KINDS = frozenset(("email", "phone", "date", "time", "language", "reason", "country",
-                        "currency", "region", "term", "coordinate"))
+                        "currency", "region", "term", "code", "coordinate"))
 # Kinds written to be copied (a quote, a URL or a path, an id): at TYPED_PRIOR, a text
 # property's support
 _COPIED_KINDS = frozenset(("quoted", "literal", "id"))

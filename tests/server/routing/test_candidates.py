@@ -232,6 +232,14 @@ def test_a_verb_of_the_ask_after_an_article_is_a_noun_that_may_be_the_value() ->
     # a word the description says that is not what it counts in
     ("age_limit", {"type": "integer", "description": "The age limit for participants"},
      "Create a program for 15 participants", False),
+    # an area, its unit written in words or short, for a property that names it
+    ("square_footage_sqft", {"type": "number", "description": "Area in square feet."},
+     "a new deck, roughly 320 sq ft, about $18,500", True),
+    ("floor_area", {"type": "number", "description": "Floor area in square metres"},
+     "an office of 85 m² for 3 years", True),
+    ("lot_size", {"type": "number", "description": "Lot size in square feet"},
+     "the lot is 9,800 sq. ft. and zoned R1", True),
+    ("area_sqm", {"type": "number"}, "a 40 sq ft storage unit", False),  # another unit
 ])
 def test_a_number_in_the_unit_its_description_counts_is_labelled(
         name: str, schema: dict[str, Any], request_text: str, labelled: bool) -> None:
@@ -620,6 +628,12 @@ def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None
     # schedule" for `includeInstallments`)
     ("includeInstallments", "balance + installment schedule for POL-9034417", True),
     ("include", "balance for POL-9034417", None),
+    # a held-out restaurant group: a word of the name as the head of a compound ("waive the
+    # late-cancellation fee" for `waive_cancellation_fee`); the compound's first part alone
+    # is no head ("a cancellation-free fare")
+    ("waive_cancellation_fee", "Cancel RSV-204417 and waive the late-cancellation fee", True),
+    ("waive_cancellation_fee", "waive the cancellation-policy fee", None),
+    ("follow_up_required", "mark it follow-up required", True),
 ])
 def test_a_flag_the_request_names_is_set(name: str, request_text: str,
                                          value: bool | None) -> None:
