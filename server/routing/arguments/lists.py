@@ -64,13 +64,21 @@ def list_candidates(name: str, schema: Mapping[str, Any], request: RequestText, 
 
 
 def _place(candidate: Candidate, request: str) -> int:
-    """Where the request says the value (its first whole-word mention for an enum word, as
-    written or with its underscores and dashes as spaces: "burglar alarm" for
-    `burglar_alarm`)."""
-    if candidate.span is not None:
-        return candidate.span[0]
-    for text in (candidate.text, re.sub(r"[_\-]+", " ", candidate.text)):
-        found = re.search(rf"(?<!\w){re.escape(text)}(?!\w)", request, re.IGNORECASE)
+    """Where the request says the value: its span, else `place_of` its text."""
+    return candidate.span[0] if candidate.span is not None else place_of(candidate.text, request)
+
+
+def place_of(text: str, request: str) -> int:
+    """Where the request first says `text` as whole words, as written or with its
+    underscores and dashes as spaces ("burglar alarm" for `burglar_alarm`), whatever the
+    spaces between them; its end where it does not.
+
+    >>> place_of("burglar_alarm", "a  Burglar alarm"), place_of("x", "no")
+    (3, 2)
+    """
+    for form in (text, re.sub(r"[_\-]+", " ", text)):
+        words = r"\s+".join(re.escape(w) for w in form.split())
+        found = re.search(rf"(?<!\w){words}(?!\w)", request, re.IGNORECASE) if words else None
         if found:
             return found.start()
     return len(request)

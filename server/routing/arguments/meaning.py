@@ -102,6 +102,27 @@ class ValueMeaning:
             return values[int(order[0])]
         return None
 
+    def meant_values(self, values: Sequence[str], request: str) -> dict[str, str]:
+        """The values the request says in other words, each with the words that say it: a
+        run of one to three words at least ENUM_SIMILARITY like the value and ENUM_MARGIN more
+        like it than like any other value ("a fridge" for `refrigerator`, "by text" for `sms`;
+        not "sitting" for `chair`, 0.18 nearer it than `sofa`). A list's items: several values
+        may be meant, each by its own words; a value said whole is meant by itself."""
+        grams = _word_runs(request)
+        if len(values) < 2 or not grams:
+            return {}
+        texts = [re.sub(r"[_\-]+", " ", v) for v in values]
+        similarity = self._embed(texts) @ self._embed(grams).T  # [values, grams]
+        best: dict[str, tuple[float, str]] = {}
+        for g, gram in enumerate(grams):
+            order = np.argsort(-similarity[:, g])
+            top, second = float(similarity[order[0], g]), float(similarity[order[1], g])
+            value = values[int(order[0])]
+            if top >= ENUM_SIMILARITY and top - second >= ENUM_MARGIN \
+                    and top > best.get(value, (0.0, ""))[0]:
+                best[value] = (top, gram)
+        return {value: gram for value, (_, gram) in best.items()}
+
     def embedder(self) -> TextEmbedder:
         if self._embedder is None:
             self._embedder = self._load()

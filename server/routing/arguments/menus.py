@@ -14,6 +14,7 @@ from stackroute.runtime.tree import Node
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import candidates, schema_of, topic_words
 from stackroute.server.routing.arguments.enums import UNSAID_PRIOR
+from stackroute.server.routing.arguments.lists import place_of
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.request_text import RequestText
 
@@ -104,7 +105,8 @@ class ValueMenus:
         at MEANT_PRIOR: above the values not said, below a value said. A required enum takes
         some value, and this one over the first; an optional one stays out unless the request
         says its value (by meaning, "morning" was `evening`, "the patient" `patient_request`
-        on held-out desks: an optional value made up)."""
+        on held-out desks: an optional value made up); and each list of enum words with the
+        items the request says in other words (`_grown`)."""
         kept = dict(self.by_property)
         for name in self.required:
             found = self.by_property[name]
@@ -116,7 +118,36 @@ class ValueMenus:
             if value is not None:
                 kept[name] = sorted((replace(c, prior=MEANT_PRIOR) if c.value == value else c
                                      for c in found), key=lambda c: -c.prior)
+        for name in self.order:
+            grown = self._grown(name, schema_of(properties.get(name)), meaning)
+            if grown is not None:
+                kept[name] = [grown] + [c for c in kept[name] if c.kind != "list"]
         return ValueMenus(self.leaf, self.task, self.required, self.order, kept)
+
+    def _grown(self, name: str, schema: Mapping[str, Any],
+               meaning: ValueMeaning) -> Candidate | None:
+        """A list of enum words with the items the request says in other words
+        (`ValueMeaning.meant_values`: "by text and email" for `["sms", "email"]`), in the
+        request's order: the list its words started, or, for a required list, a new one at
+        MEANT_PRIOR; None where it gains nothing (an optional list no word of the request
+        starts stays out, as an optional enum does)."""
+        enum = schema_of(schema.get("items")).get("enum")
+        if schema.get("type") != "array" or not isinstance(enum, list) \
+                or not all(isinstance(v, str) for v in enum):
+            return None
+        listed = next((c for c in self.by_property[name] if c.kind == "list"), None)
+        if listed is None and name not in self.required:
+            return None
+        said = list(listed.value) if listed is not None else []
+        meant = {v: place_of(words, self.task)
+                 for v, words in meaning.meant_values(enum, self.task).items() if v not in said}
+        if not meant:
+            return None
+        where = {v: place_of(v, self.task) for v in said} | meant
+        limit = schema.get("maxItems")
+        items = sorted(where, key=lambda v: where[v])[:limit if isinstance(limit, int) else None]
+        return Candidate(items, json.dumps(items, ensure_ascii=False), "list",
+                         listed.prior if listed is not None else MEANT_PRIOR)
 
 
 def _key(value: Any) -> str:

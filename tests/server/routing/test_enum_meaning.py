@@ -67,3 +67,48 @@ def test_the_call_takes_the_enum_value_the_request_means(values: ArgumentValues)
     # an optional enum stays out where the request says its value only by meaning ("my
     # phone" is by meaning the `handset` mobile, which the request does not say)
     assert arguments == {"imei": "356938035643809", "reason": "stolen"}
+
+
+@pytest.mark.parametrize(("values", "request_text", "meant"), [
+    # a held-out city desk: "a fridge" among bulky items, not "sitting" for a chair (0.18
+    # nearer a chair than a sofa: no value is clearly meant there)
+    (["mattress", "sofa", "chair", "refrigerator", "freezer", "washer", "other"],
+     "an old mattress and a fridge sitting at 88 Crescent Rd", {"refrigerator": "fridge"}),
+    (["sms", "email", "push"], "outage alerts by text and email", {"sms": "text"}),
+    (["storage", "results", "custody"], "S-204518 where is it stored + results",
+     {"storage": "stored"}),
+])
+def test_list_items_the_request_says_in_other_words_are_found(
+        values: list[str], request_text: str, meant: dict[str, str]) -> None:
+    found = MEANING.meant_values(values, request_text)
+    assert {v: g for v, g in found.items() if v in meant} == meant
+    assert not set(found) - set(meant) - {v for v in values if v in request_text}
+
+
+ALERTS = {"name": "r", "children": [{
+    "name": "subscribe_alerts", "description": "Sign an account up for outage alerts.",
+    "parameters": {"type": "object", "required": ["account"], "properties": {
+        "account": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{4}$"},
+        "channels": {"type": "array", "items": {"type": "string",
+                                                "enum": ["sms", "email", "push", "voice"]}},
+        "areas": {"type": "array", "items": {"type": "string",
+                                             "enum": ["north", "south", "downtown"]}}}}}]}
+
+
+@pytest.mark.parametrize(("text", "arguments"), [
+    # the list the request's words start takes the items it says in other words, in its order
+    ("Sign 3817-4402 up for outage alerts by text and email",
+     {"account": "3817-4402", "channels": ["sms", "email"]}),
+    ("Sign 3817-4402 up for outage alerts by email", {"account": "3817-4402",
+                                                      "channels": ["email"]}),
+    # an optional list no word of the request starts stays out, meant items or not
+    ("Sign 3817-4402 up for outage alerts by text", {"account": "3817-4402"}),
+])
+def test_a_list_takes_the_items_the_request_says_in_other_words(
+        text: str, arguments: dict[str, Any]) -> None:
+    engine = LogitEngine(then_done({"subscribe_alerts": 5.0}))
+    options = RouterOptions(recovery=None, speculation=DraftSource.OFF,
+                            argument_values=ArgumentValues.PRIORS)
+    state = run_query(build_machine(build_tree(ALERTS), engine, options=options),
+                      Query(id="q", query=text, gold=(), args=None, tags=()))
+    assert state.calls[0]["arguments"] == arguments
