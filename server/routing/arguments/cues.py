@@ -19,7 +19,9 @@ would will shall should do does did get give show tell find set make let up out 
 any some what which who whom whose where when how if via per using use there here also not
 was were been being has have had may might must they them their he she him her his us am
 whether while because""".split())  # noqa: SIM905
-QUOTED = re.compile(r"\"([^\"]*)\"?|'([^']*)'|“([^”]*)”")
+# a single quote opens where no letter or digit stands before it and closes where none
+# follows: an apostrophe ("name's", "I'm") quotes nothing
+QUOTED = re.compile(r"\"([^\"]*)\"?|(?<!\w)'((?:[^']|'\w)*)'(?!\w)|“([^”]*)”")
 # between a value and its property's name after it: nothing ("the Sales team"), "as"
 # ("PayPal as your payment method"), or an amount's currency word ("a 2,500 dollar deductible")
 LABELS_BEFORE = re.compile(rf"(?:as(?: (?:the|your|a|an|my|our))?|{MONEY_WORD.pattern})?")

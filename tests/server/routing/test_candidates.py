@@ -131,6 +131,12 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     # a sentence whose closing quote the request leaves out keeps its period (Seal-Tools dev)
     ("message", {"type": "string"}, 'send the message "Don\'t forget to feed the cat.',
      ["Don't forget to feed the cat."]),
+    # two contractions' apostrophes quote nothing between them (a held-out city desk:
+    # "her name's Biscuit, ... I'm Priya Nair" gave `owner_name` what stood between); a
+    # quote in single marks is still one
+    ("owner_name", {"type": "string"},
+     "her name's Biscuit, shes spayed. I'm Priya Nair, 17 Orchard Ct", ["Priya Nair"]),
+    ("title", {"type": "string"}, "rename it to 'Q3 plan' and don't share it", ["Q3 plan"]),
     # an enum value that is also a function word is that value only as the schema writes it
     ("record_type", {"enum": ["A", "AAAA", "CNAME", "MX", "TXT"]},
      "Add a CNAME record docs.acme.io in the acme.io zone", ["CNAME"]),
