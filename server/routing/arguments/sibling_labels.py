@@ -34,6 +34,10 @@ _FROM_WORDS = frozenset(("origin", "source", "departure", "sender", "src"))
 _TO_WORDS = frozenset(("destination", "target", "arrival", "recipient", "dest"))
 _FROM = re.compile(r"\bfrom\s+(?:the\s+)?$", re.IGNORECASE)
 _TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
+# a name before "to" and another name: a route without "from" ("Gary to Houston"), whose
+# first name is where from and the second where to
+_ROUTE_TO = re.compile(r"\s+(?:to|->|→|–)\s+[A-Z0-9]")
+_ROUTE_FROM = re.compile(r"\b[A-Z0-9][\w-]*\s+(?:to|->|→|–)\s+$")
 
 
 def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
@@ -93,15 +97,25 @@ def takes_when(words: list[str], schema: Mapping[str, Any]) -> bool:
 
 
 def directed(found: list[Candidate], request: str, words: list[str]) -> list[Candidate]:
-    """`found` with the values after "from" raised for a property that holds where something
-    comes from (`origin`, `source_language`), and those after "to" or "into" for one that
-    holds where it goes (`destination`, `target_language`), by DIRECTION_BONUS."""
+    """`found` with the values after "from", or names before "to" and another name ("Gary
+    to Houston"), raised for a property that holds where something comes from (`origin`,
+    `source_language`), and those after "to" or "into" for one that holds where it goes
+    (`destination`, `target_language`), by DIRECTION_BONUS; a route's second name is held
+    back by as much for the first."""
     held = set(words)
-    toward = _FROM if held & _FROM_WORDS else _TO if held & _TO_WORDS else None
+    is_from = bool(held & _FROM_WORDS)
+    toward = _FROM if is_from else _TO if held & _TO_WORDS else None
     if toward is None:
         return found
-    return [replace(c, prior=c.prior + DIRECTION_BONUS)
-            if c.span is not None and toward.search(request[:c.span[0]]) else c for c in found]
+    out = []
+    for c in found:
+        if c.span is not None and (toward.search(request[:c.span[0]]) or (
+                is_from and c.text[:1].isupper() and _ROUTE_TO.match(request, c.span[1]))):
+            c = replace(c, prior=c.prior + DIRECTION_BONUS)
+        elif c.span is not None and is_from and _ROUTE_FROM.search(request[:c.span[0]]):
+            c = replace(c, prior=c.prior - DIRECTION_BONUS)  # the route's second name
+        out.append(c)
+    return out
 
 
 def label_of(request: str, sibling: str, own: set[str],

@@ -118,6 +118,12 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
     ("origin", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd", ["SFO"]),
     ("destination", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd",
      ["JFK"]),
+    # a route without "from": the name before "to" is where from (a held-out logistics
+    # desk's "a 48' flatbed, Gary to Houston" gave the origin Houston)
+    ("origin_city", {"type": "string"}, "a spot rate on a 48' flatbed, Gary to Houston, "
+     "loading Oct 5th 2027", ["Gary"]),
+    ("origin", {"type": "string"}, "cheapest fare SFO to JFK next Friday", ["SFO"]),
+    ("sender", {"type": "string"}, "Send 500 to Asha from Ravi", ["Ravi"]),
     ("target_language", {"type": "string"}, "Translate 'hello' from English to French",
      ["French"]),
     ("source_language", {"type": "string"}, "Translate 'hello' from English to French",
