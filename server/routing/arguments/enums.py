@@ -53,9 +53,12 @@ _TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s
 
 
 def enum_candidates(values: list[Any], read: RequestText, *,
-                    siblings: Sequence[str] = ()) -> list[Candidate]:
+                    siblings: Sequence[str] = (), words: Sequence[str] = ()) -> list[Candidate]:
     """The enum `values` the request says, at SAID_PRIOR (HELD_PRIOR where held back); else
-    those it says partly at PARTLY_PRIOR and every other value at UNSAID_PRIOR."""
+    those it says partly at PARTLY_PRIOR and every other value at UNSAID_PRIOR. A value that
+    is a function word is said as the schema writes it ("A" of a DNS record type, "up" of a
+    direction), and a determiner beside a word of the property's name (`words`): "on all
+    channels" says `all`, "all locs" does not."""
     request = read.text
     lowered = request.lower()
     numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
@@ -73,7 +76,8 @@ def enum_candidates(values: list[Any], read: RequestText, *,
         phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
         if phrase in STOPWORDS:  # "A" (a DNS record type) is not the article
             found = re.search(rf"\b{re.escape(text)}\b", request)
-            span = found.span() if found else None
+            span = found.span() if found and (text not in _DETERMINERS or _by_name(
+                lowered, found.span(), words)) else None
         else:
             span = _said(phrase, lowered, tokens, joined) if phrase else None
         if span is None and phrase in _BY_APPLICATION and _NEWER.get(phrase) not in values:
@@ -99,6 +103,19 @@ def enum_candidates(values: list[Any], read: RequestText, *,
     return [Candidate(value, option_text(value), "enum",
                       HELD_PRIOR if k in turned or is_name else SAID_PRIOR)
             for k, (value, _, is_name) in enumerate(said)]
+
+
+# values that say how many of something the request goes on to name, not of what
+_DETERMINERS = frozenset(("all", "any", "some", "each", "every", "both"))
+
+
+def _by_name(lowered: str, span: tuple[int, int], words: Sequence[str]) -> bool:
+    """Whether a word of the property's name (`words`, or its plural) stands within two
+    words before or after `span` of `lowered`."""
+    near = lowered[max(0, span[0] - 24):span[0]].split()[-2:] \
+        + lowered[span[1]:span[1] + 24].split()[:2]
+    said = {w.strip(".,:;!?()") for w in near}
+    return any(w in said or w + "s" in said for w in words)
 
 
 def _said(phrase: str, lowered: str, tokens: Sequence[tuple[str, tuple[int, int]]],

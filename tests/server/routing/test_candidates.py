@@ -620,6 +620,22 @@ def test_a_value_its_unit_or_number_sign_labels_is_the_propertys(
     assert found[0].value == value and found[0].prior >= 2.0
 
 
+CHANNEL = {"type": "string", "enum": ["all", "dine_in", "third_party_delivery"]}
+
+
+@pytest.mark.parametrize(("request_text", "said"), [
+    # a function word is that value where it stands by the property's name (a held-out
+    # restaurant group: "all locs" set `channel` all)
+    ("MNU-1042 -> $18.50 all locs eff 12/15/26", None),
+    ("raise MNU-1042 to $18.50 on all channels", "all"),
+    ("channel: all, from 12/15", "all"),
+])
+def test_an_enum_value_that_is_a_function_word_is_said_by_the_propertys_name(
+        request_text: str, said: str | None) -> None:
+    found = [c.value for c in candidates("channel", CHANNEL, request_text) if c.prior > 0]
+    assert found == ([said] if said else [])
+
+
 def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None:
     found = candidates("account", {"enum": ["checking", "savings"]}, "what do I have")
     assert [(c.value, c.prior < 0) for c in found] == [("checking", True), ("savings", True)]
