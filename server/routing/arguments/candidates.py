@@ -58,6 +58,7 @@ from stackroute.server.routing.arguments.sibling_labels import (
     WHEN_WORDS,
     directed,
     held_back,
+    shared_labelled,
 )
 from stackroute.server.routing.arguments.spans import (
     NO_LEAF_WORDS,
@@ -161,6 +162,8 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     fits = value_checker(schema)  # a value the schema refuses would fail the call
     found = corrected(directed(held_back([c for c in found if fits(c.value)], text, cues, words,
                                          sibling_schemas, forms), text, words), text)
+    if sibling_schemas:
+        found = shared_labelled(found, text, name, words, sibling_schemas, prior=TYPED_PRIOR)
     unique: dict[str, Candidate] = {}
     for candidate in sorted(found, key=lambda c: -c.prior):
         if candidate.text and not candidate.text[0].isspace():

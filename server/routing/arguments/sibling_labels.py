@@ -14,6 +14,7 @@ from typing import Any
 from stackroute.runtime.schemas import value_checker
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.cues import (
+    cue_positions,
     joined_forms,
     label_positions,
     near,
@@ -25,6 +26,7 @@ from stackroute.server.routing.arguments.phones import wants_phone
 from stackroute.server.routing.arguments.spans import ID_NAME_ENDINGS
 
 SIBLING_PENALTY = 2.5  # a value the request labels with another property's name
+_COPIED = frozenset(("id", "literal"))
 # A property named or formatted for a date or a time: the one a date or a time may be labelled for
 WHEN_WORDS = frozenset(("date", "time", "day", "deadline", "birthday", "datetime", "timestamp"))
 WHEN_FORMATS = frozenset(("date", "date-time", "time"))
@@ -115,6 +117,26 @@ def directed(found: list[Candidate], request: str, words: list[str]) -> list[Can
         elif c.span is not None and is_from and _ROUTE_FROM.search(request[:c.span[0]]):
             c = replace(c, prior=c.prior - DIRECTION_BONUS)  # the route's second name
         out.append(c)
+    return out
+
+
+def shared_labelled(found: list[Candidate], request: str, name: str, words: list[str],
+                    siblings: Mapping[str, Mapping[str, Any]], *,
+                    prior: float) -> list[Candidate]:
+    """`found` with a value written to be copied (an id, a literal) raised to `prior` where a
+    word of the name that siblings share labels it and none of those siblings takes it (its
+    schema refuses it): "plate is 7KDM392" for `license_plate` beside `plate_state`'s two
+    letters. Siblings whose schemas are unknown take anything."""
+    out = found
+    for word in words:
+        sharing = [s for s in siblings if s != name and word in property_words(s, {})]
+        cues = cue_positions(request, [word]) if sharing else []
+        if not cues:
+            continue
+        takes = [value_checker(siblings[s]) for s in sharing]
+        out = [replace(c, prior=max(c.prior, prior))
+               if c.kind in _COPIED and c.span is not None and near(c.span, cues, request)
+               and not any(check(c.value) for check in takes) else c for c in out]
     return out
 
 

@@ -832,3 +832,21 @@ def test_an_id_whose_group_the_pattern_takes_in_lower_case_is_taken_so() -> None
     found = candidates("session_id", {"type": "string", "pattern": "^CHG-[0-9a-f]{8}$"},
                        "stop charging session CHG-7F3A91C2, the charger's throwing a fault")
     assert found[0].value == "CHG-7f3a91c2"
+
+
+PLATE = {"type": "string", "pattern": "^[A-Z0-9]{1,8}$"}
+
+
+@pytest.mark.parametrize(("state", "labelled"), [
+    # a word two properties share labels the value only one of them takes (a held-out city
+    # desk: "plate is 7KDM392" beside `plate_state`'s two letters left `license_plate` out)
+    ({"type": "string", "pattern": "^[A-Z]{2}$"}, True),
+    ({"type": "string"}, False),  # both take it: the shared word labels neither
+])
+def test_a_shared_word_labels_the_value_only_one_of_its_properties_takes(
+        state: dict[str, Any], labelled: bool) -> None:
+    text = "i cant read the number... plate is 7KDM392, california plates. how much do i owe"
+    found = candidates("license_plate", PLATE, text,
+                       siblings={"plate_state": state, "citation_number": {"type": "string"}})
+    assert found[0].value == "7KDM392"
+    assert (found[0].prior >= 3.0) is labelled
