@@ -59,9 +59,10 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
     # (a span "31.5 kg" is a number sibling's value as the request writes it), takes the value
     # ("Urgent priority, and use VH-0045" is no label of VH-0045 for an enum of priorities);
     # a date or a time by one that takes a date or a time ("data at 15:38" is no label of
-    # 15:38 for `data_sources`), a phone number by one that takes a phone ("my number is
-    # +353…" is no `account_number`), an amount of money by none named for an id ("a check
-    # for $1.2k" is no `check_number`)
+    # 15:38 for `data_sources`), and one of those takes nothing else (its format lets a number
+    # pass: "reading 44" is no `reading_time`), a phone number by one that takes a phone ("my
+    # number is +353…" is no `account_number`), an amount of money by none named for an id
+    # ("a check for $1.2k" is no `check_number`)
     fits = {s: value_checker({k: v for k, v in siblings[s].items() if k != "type"})
             for s in labels}  # only the siblings the request labels: a validator each
     names = {s: property_words(s, {}) for s in labels}
@@ -70,6 +71,8 @@ def held_back(found: list[Candidate], request: str, cues: list[tuple[int, int]],
         w, schema = names[sibling], siblings[sibling]
         if c.kind in ("date", "time"):
             kind_fits = takes_when(w, schema)
+        elif takes_when(w, schema) and schema.get("type") in ("string", None):
+            kind_fits = False
         elif c.kind == "phone":
             kind_fits = wants_phone(w, schema)
         elif c.kind == "number" and c.span is not None and written_as_money(request, c.span):

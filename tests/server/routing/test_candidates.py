@@ -850,3 +850,15 @@ def test_a_shared_word_labels_the_value_only_one_of_its_properties_takes(
                        siblings={"plate_state": state, "citation_number": {"type": "string"}})
     assert found[0].value == "7KDM392"
     assert (found[0].prior >= 3.0) is labelled
+
+
+def test_a_number_is_no_label_of_a_siblings_date() -> None:
+    """A held-out restaurant group: "its reading 44 degrees F" labelled 44 for `reading_time`
+    (a date-time, whose format a number passes), so `temperature_f` asked for its value."""
+    siblings = {"reading_time": {"type": "string", "format": "date-time"},
+                "equipment_id": {"type": "string"}}
+    found = candidates("temperature_f", {"type": "number",
+                                         "description": "Reading in degrees Fahrenheit."},
+                       "the walk in at harbor, WIC-02, its reading 44 degrees F, too warm",
+                       siblings=siblings)
+    assert found[0].value == 44 and found[0].prior >= 2.0
