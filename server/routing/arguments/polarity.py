@@ -79,16 +79,23 @@ def _says_name(request: str, words: Sequence[str]) -> bool:
     *for* rehire"); a qualifier of the name ("only" of `nonstop_only`) or the verb of what
     it adds ("include" of `includeInstallments`) need not be said where another word is. A
     compound's words are its parts ("follow-up") or its head alone ("the late-cancellation
-    fee" says `waive_cancellation_fee`)."""
+    fee" says `waive_cancellation_fee`); a name of two words or more may be said side by side
+    in another order ("cosigner required" for `requireCosigner`)."""
     lowered = request.lower()
     parts = [w for w in re.findall(r"[a-z]+", lowered) if w not in STOPWORDS]  # as the
     # name's words: "eligible for rehire" says eligible_for_rehire
     heads = [w for w in re.findall(r"[a-z]+(?![a-z]*-[a-z])", lowered) if w not in STOPWORDS]
     words = [w for w in words if w not in _QUALIFIERS] or list(words)
     n = len(words)
-    return n > 0 and any(all(s == w or (len(w) >= 4 and s[:4] == w[:4])
-                             for s, w in zip(said[k:k + n], words, strict=True))
-                         for said in (parts, heads) for k in range(len(said) - n + 1))
+
+    def says(s: str, w: str) -> bool:
+        return s == w or (len(w) >= 4 and s[:4] == w[:4])
+
+    # in order, or (two words or more) side by side in another: "cosigner required"
+    return n > 0 and any(
+        all(says(s, w) for s, w in zip(said[k:k + n], words, strict=True))
+        or (n > 1 and all(any(says(s, w) for s in said[k:k + n]) for w in words))
+        for said in (parts, heads) for k in range(len(said) - n + 1))
 
 
 def _gives_notice(request: str, words: Sequence[str]) -> bool:

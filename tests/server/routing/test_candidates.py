@@ -662,6 +662,10 @@ def test_an_enum_the_request_does_not_name_is_offered_whole_below_zero() -> None
     ("waive_cancellation_fee", "Cancel RSV-204417 and waive the late-cancellation fee", True),
     ("waive_cancellation_fee", "waive the cancellation-policy fee", None),
     ("follow_up_required", "mark it follow-up required", True),
+    # the name's words in another order, side by side ("cosigner required", a held-out
+    # property desk's `requireCosigner`); not words apart
+    ("requireCosigner", "APP-30718: conditional approval, cosigner required", True),
+    ("requireCosigner", "the cosigner form is signed, as required by the bank", None),
 ])
 def test_a_flag_the_request_names_is_set(name: str, request_text: str,
                                          value: bool | None) -> None:
