@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stackroute.runtime.frames import RefusedArguments
+from stackroute.runtime.schemas import value_checker
 from stackroute.runtime.tree import Node
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.candidates import candidates, schema_of, topic_words
@@ -146,6 +147,8 @@ class ValueMenus:
         where = {v: place_of(v, self.task) for v in said} | meant
         limit = schema.get("maxItems")
         items = sorted(where, key=lambda v: where[v])[:limit if isinstance(limit, int) else None]
+        if not value_checker(schema)(items):
+            return None  # too few for its minItems, say: the list stays as its words made it
         return Candidate(items, json.dumps(items, ensure_ascii=False), "list",
                          listed.prior if listed is not None else MEANT_PRIOR)
 
