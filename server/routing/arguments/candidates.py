@@ -144,7 +144,7 @@ def candidates(name: str, schema: Mapping[str, Any], request: str | RequestText,
     cues = label_positions(text, naming.words, words, joined=naming.joined,
                            unless=naming.unless) or phrase_positions(text, name)
     if "enum" in schema:
-        found = enum_candidates(schema["enum"], read, siblings=sibling_names, words=words) \
+        found = enum_candidates(schema["enum"], read, siblings=sibling_names, cues=cues) \
             + _coded(name, schema, text)
     elif kind == "boolean":
         found = boolean_candidates(text, cues, words)

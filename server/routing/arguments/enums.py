@@ -26,13 +26,15 @@ from stackroute.server.embeddings.abbreviations import is_shorthand
 from stackroute.server.embeddings.words import singular, split_name
 from stackroute.server.routing.arguments.candidate import Candidate
 from stackroute.server.routing.arguments.corrections import corrections
-from stackroute.server.routing.arguments.cues import STOPWORDS, property_words
+from stackroute.server.routing.arguments.cues import STOPWORDS, near, property_words
 from stackroute.server.routing.arguments.request_text import RequestText
 
 SAID_PRIOR = 2.0  # an enum value the request says
 UNSAID_PRIOR = -1.0  # every value, where the request says none
 PARTLY_PRIOR = 1.0  # a value of several words the request says one of, its own (`_partly_said`)
 HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
+# values that say how many of something the request goes on to name, not of what
+_DETERMINERS = frozenset(("all", "any", "some", "each", "every", "both"))
 # A file format is said by the application that writes it: "as an Excel file" for xlsx, "a
 # Word doc" for docx (the word alone is too common); the older format only where the enum
 # lacks the newer one.
@@ -53,12 +55,13 @@ _TURNED_FROM = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from)\s+(?:the\s
 
 
 def enum_candidates(values: list[Any], read: RequestText, *,
-                    siblings: Sequence[str] = (), words: Sequence[str] = ()) -> list[Candidate]:
+                    siblings: Sequence[str] = (),
+                    cues: list[tuple[int, int]] | None = None) -> list[Candidate]:
     """The enum `values` the request says, at SAID_PRIOR (HELD_PRIOR where held back); else
     those it says partly at PARTLY_PRIOR and every other value at UNSAID_PRIOR. A value that
     is a function word is said as the schema writes it ("A" of a DNS record type, "up" of a
-    direction), and a determiner beside a word of the property's name (`words`): "on all
-    channels" says `all`, "all locs" does not."""
+    direction), and a determiner only where the property's name labels it (`cues`, as
+    `cues.near` reads them): "on all channels" says `all`, "all locs" does not."""
     request = read.text
     lowered = request.lower()
     numbers = [n for n in read.numbers if not any(a <= n.span[0] < b for a, b in read.when)]
@@ -76,8 +79,8 @@ def enum_candidates(values: list[Any], read: RequestText, *,
         phrase = re.sub(r"[_\-]+", " ", text.lower()).strip()
         if phrase in STOPWORDS:  # "A" (a DNS record type) is not the article
             found = re.search(rf"\b{re.escape(text)}\b", request)
-            span = found.span() if found and (text not in _DETERMINERS or _by_name(
-                lowered, found.span(), words)) else None
+            span = found.span() if found and (text not in _DETERMINERS or near(
+                found.span(), cues or [], request, before=True)) else None
         else:
             span = _said(phrase, lowered, tokens, joined) if phrase else None
         if span is None and phrase in _BY_APPLICATION and _NEWER.get(phrase) not in values:
@@ -103,19 +106,6 @@ def enum_candidates(values: list[Any], read: RequestText, *,
     return [Candidate(value, option_text(value), "enum",
                       HELD_PRIOR if k in turned or is_name else SAID_PRIOR)
             for k, (value, _, is_name) in enumerate(said)]
-
-
-# values that say how many of something the request goes on to name, not of what
-_DETERMINERS = frozenset(("all", "any", "some", "each", "every", "both"))
-
-
-def _by_name(lowered: str, span: tuple[int, int], words: Sequence[str]) -> bool:
-    """Whether a word of the property's name (`words`, or its plural) stands within two
-    words before or after `span` of `lowered`."""
-    near = lowered[max(0, span[0] - 24):span[0]].split()[-2:] \
-        + lowered[span[1]:span[1] + 24].split()[:2]
-    said = {w.strip(".,:;!?()") for w in near}
-    return any(w in said or w + "s" in said for w in words)
 
 
 def _said(phrase: str, lowered: str, tokens: Sequence[tuple[str, tuple[int, int]]],
