@@ -23,7 +23,7 @@ from typing import Any
 
 from stackroute.server.embeddings.words import singular
 from stackroute.server.routing.arguments.candidate import Candidate
-from stackroute.server.routing.arguments.cues import STOPWORDS
+from stackroute.server.routing.arguments.enums import own_words
 
 _CODE = r"[A-Z][A-Z0-9_-]{1,9}"
 _MEANING = r"[A-Za-z][A-Za-z0-9 '&./-]{0,58}?"
@@ -34,7 +34,6 @@ _MEANING_FIRST = re.compile(rf"(?:^|[,;:(]\s*|\bor\s+|\band\s+)(?P<meaning>{_MEA
 _EQUALS = re.compile(rf"(?<![\w-])(?P<code>{_CODE})\s*(?:=|:|\s[-–]\s)\s*"
                      rf"(?P<meaning>{_MEANING})(?=\s*(?:[,;)]|\.(?:\s|$)|$|\s(?:or|and)\s))")
 _WORD = re.compile(r"[a-z][a-z0-9']*")
-_MIN_WORD = 4  # a meaning's own word: four letters or more
 
 
 def described_codes(description: str) -> dict[str, str]:
@@ -68,17 +67,13 @@ def described_code_candidates(schema: Mapping[str, Any], text: str, *,
     if not pairs:
         return []
     lowered = text.lower()
-    words = {code: {singular(w) for w in _WORD.findall(meaning.lower())
-                    if len(w) >= _MIN_WORD and w not in STOPWORDS}
-             for code, meaning in pairs.items()}
+    own = own_words(pairs)
     found = []
     for code, meaning in pairs.items():
         span = _whole(meaning.lower(), lowered)
         if span is None:
-            others = set().union(*(w for c, w in words.items() if c != code))
-            own = words[code] - others
-            span = next((m.span() for m in _WORD.finditer(lowered) if singular(m[0]) in own),
-                        None)
+            span = next((m.span() for m in _WORD.finditer(lowered)
+                         if singular(m[0]) in own[code]), None)
         if span is not None:
             found.append(Candidate(code, code, "code", prior, span))
     return sorted(found, key=lambda c: c.span or (0, 0))

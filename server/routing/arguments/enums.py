@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 from stackroute.server.embeddings.abbreviations import is_shorthand
 from stackroute.server.embeddings.words import singular, split_name
@@ -33,6 +33,9 @@ SAID_PRIOR = 2.0  # an enum value the request says
 UNSAID_PRIOR = -1.0  # every value, where the request says none
 PARTLY_PRIOR = 1.0  # a value of several words the request says one of, its own (`_partly_said`)
 HELD_PRIOR = 0.0  # a value said but turned from, or another property's name
+K = TypeVar("K")
+_WORD = re.compile(r"[a-z][a-z0-9']*")
+_MIN_OWN = 4  # a value's own word: four letters or more
 # values that say how many of something the request goes on to name, not of what
 _DETERMINERS = frozenset(("all", "any", "some", "each", "every", "both"))
 # A file format is said by the application that writes it: "as an Excel file" for xlsx, "a
@@ -134,24 +137,30 @@ def _said(phrase: str, lowered: str, tokens: Sequence[tuple[str, tuple[int, int]
 
 def _partly_said(values: list[Any], tokens: Sequence[tuple[str, tuple[int, int]]],
                  named: set[str]) -> list[Any]:
-    """The values of several words the request says a word of that no other value holds (a
-    content word: four letters or more, said whole, plurals folded, and no word of another
-    property's name, `named`): "to the original card" for original_payment, where no other
-    value is original; not "text the patient" for patient_request beside notify_patient, nor
-    "the insured" for evidence_of_insurance."""
-    words = {str(v): [w for w in re.sub(r"[_\-]+", " ", str(v).lower()).split()
-                      if len(w) >= 4 and w not in STOPWORDS and w not in named]
-             for v in values}
+    """The values of several words the request says a word of that no other value holds
+    (`own_words`, none of another property's name, `named`; said whole, plurals folded):
+    "to the original card" for original_payment, where no other value is original; not
+    "text the patient" for patient_request beside notify_patient, nor "the insured" for
+    evidence_of_insurance."""
+    own = own_words({str(v): str(v) for v in values}, excluded=named)
     said = {singular(t) for t, _ in tokens}
-    out = []
-    for value in values:
-        own = words[str(value)]
-        if len(re.sub(r"[_\-]+", " ", str(value)).split()) < 2:
-            continue  # a value of one word is said whole or not at all
-        if any(singular(w) in said
-               for w in own if not any(w in words[str(v)] for v in values if v != value)):
-            out.append(value)
-    return out
+    return [v for v in values  # a value of one word is said whole or not at all
+            if len(re.sub(r"[_\-]+", " ", str(v)).split()) >= 2 and own[str(v)] & said]
+
+
+def own_words(phrases: Mapping[K, str], *, excluded: Collection[str] = ()) -> dict[K, set[str]]:
+    """Each phrase's content words (four letters or more, no function word, none of
+    `excluded`; singular, underscores and dashes as spaces) that no other phrase holds: the
+    words that say it and it alone.
+
+    >>> own_words({"a": "original_payment", "b": "gift_card", "c": "original_card"})
+    {'a': {'payment'}, 'b': {'gift'}, 'c': set()}
+    """
+    words = {key: {singular(w) for w in _WORD.findall(re.sub(r"[_\-]+", " ", text.lower()))
+                   if len(w) >= _MIN_OWN and w not in STOPWORDS and w not in excluded}
+             for key, text in phrases.items()}
+    return {key: mine - set().union(*(w for k, w in words.items() if k != key))
+            for key, mine in words.items()}
 
 
 def enum_matched(found: list[Candidate]) -> bool:
