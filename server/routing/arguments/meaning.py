@@ -91,11 +91,10 @@ class ValueMeaning:
         """The value of `values` the request says in other words: its words (underscores as
         spaces) at least ENUM_SIMILARITY like some one to three words of the request and
         ENUM_MARGIN more than any other value's; None where no value is that clearly meant."""
-        grams = _word_runs(request)
+        grams, similarity = self._against_runs(values, request)
         if len(values) < 2 or not grams:
             return None
-        texts = [re.sub(r"[_\-]+", " ", v) for v in values]
-        best = (self._embed(texts) @ self._embed(grams).T).max(axis=1)  # [values]
+        best = similarity.max(axis=1)  # [values]
         order = np.argsort(-best)
         top, second = float(best[order[0]]), float(best[order[1]])
         if top >= ENUM_SIMILARITY and top - second >= ENUM_MARGIN:
@@ -108,11 +107,9 @@ class ValueMeaning:
         like it than like any other value ("a fridge" for `refrigerator`, "by text" for `sms`;
         not "sitting" for `chair`, 0.18 nearer it than `sofa`). A list's items: several values
         may be meant, each by its own words; a value said whole is meant by itself."""
-        grams = _word_runs(request)
+        grams, similarity = self._against_runs(values, request)
         if len(values) < 2 or not grams:
             return {}
-        texts = [re.sub(r"[_\-]+", " ", v) for v in values]
-        similarity = self._embed(texts) @ self._embed(grams).T  # [values, grams]
         best: dict[str, tuple[float, str]] = {}
         for g, gram in enumerate(grams):
             order = np.argsort(-similarity[:, g])
@@ -122,6 +119,17 @@ class ValueMeaning:
                     and top > best.get(value, (0.0, ""))[0]:
                 best[value] = (top, gram)
         return {value: gram for value, (_, gram) in best.items()}
+
+    def _against_runs(self, values: Sequence[str], request: str,
+                      ) -> tuple[list[str], NDArray[np.float32]]:
+        """The request's runs of one to three words (`_word_runs`), and each value's words'
+        (underscores as spaces) similarity to each: `[values, runs]`; nothing embedded where
+        there are fewer than two values or no runs."""
+        grams = _word_runs(request)
+        if len(values) < 2 or not grams:
+            return grams, np.zeros((len(values), 0), dtype=np.float32)
+        texts = [re.sub(r"[_\-]+", " ", v) for v in values]
+        return grams, self._embed(texts) @ self._embed(grams).T
 
     def embedder(self) -> TextEmbedder:
         if self._embedder is None:
