@@ -159,6 +159,7 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
         before = whole[:tokens[i].start]
         bonus = (NAMED_BONUS if _NAMING.search(before) else 0.0) \
             + (SUBJECT_BONUS if is_subject and _ABOUT.search(before) else 0.0)
+        after_by = is_maker and _BY.search(before) is not None  # "by Richard Powers"
         for j in range(i, min(len(tokens), i + MAX_SPAN_WORDS)):
             first, last = tokens[i].word, tokens[j].word
             if first.lower() in STOPWORDS or last.lower() in STOPWORDS:
@@ -239,8 +240,8 @@ def spans(request: RequestText, cues: list[tuple[int, int]], words: list[str], *
                 and not _QUANTITY.fullmatch(text) else "span"
             if is_place and _after_place_word(whole, start):
                 prior += 1.0  # "the water quality of the lake", "rooms in New York"
-            if is_maker and capitalised and _BY.search(before):
-                prior += 2.0  # "by Richard Powers" for `author`
+            if after_by and capitalised:
+                prior += 2.0  # a maker's name for `author`
             if kind == "id":
                 prior += 2.0 if is_id else 0.5
             elif names_an_id and _PLAIN_WORDS.fullmatch(text):
